@@ -1,0 +1,131 @@
+"""Results as data: what a probe found, kept apart from how it was measured and how it is shown.
+
+Everything here is a frozen dataclass of plain values, so results can be rendered as a table, written
+as JSON, recorded, and compared in tests without any kernel or terminal involved.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from enum import Enum
+from typing import Any, Mapping, Sequence, Union
+
+Cell = Union[str, int, float, None]
+
+
+class Verdict(str, Enum):
+    """A probe's or finding's outcome. Ordered by severity: the worst one decides the exit code."""
+
+    PASS = "pass"
+    SKIP = "skip"
+    WARN = "warn"
+    ERROR = "error"
+
+    @property
+    def severity(self) -> int:
+        return _SEVERITY[self]
+
+
+_SEVERITY = {Verdict.PASS: 0, Verdict.SKIP: 1, Verdict.WARN: 2, Verdict.ERROR: 3}
+
+
+def worst(verdicts: Sequence[Verdict], default: Verdict = Verdict.PASS) -> Verdict:
+    """The most severe verdict of `verdicts` (`default` when there are none)."""
+    return max(verdicts, key=lambda v: v.severity, default=default)
+
+
+@dataclass(frozen=True)
+class Metric:
+    """One measured number with its unit (`ns`, `GB/s`, `bytes`, `ratio`, `count`, …)."""
+
+    value: float | int | str | None
+    unit: str
+
+
+@dataclass(frozen=True)
+class Finding:
+    """One judgement: what was seen (`message`) and what to do about it (`advice`, may be empty)."""
+
+    verdict: Verdict
+    message: str
+    advice: str = ""
+
+
+@dataclass(frozen=True)
+class Table:
+    """A table of figures for people (the JSON carries it too).
+
+    `heat` asks the renderer to colour numeric cells by their ratio to the smallest numeric cell of
+    their row ("row") — used for NUMA matrices and core-to-core maps. Renderers only draw it.
+    """
+
+    title: str
+    columns: tuple[str, ...]
+    rows: tuple[tuple[Cell, ...], ...]
+    heat: str | None = None
+
+
+@dataclass(frozen=True)
+class Curve:
+    """A curve to draw in the terminal, e.g. latency against working-set size.
+
+    `marks` are labelled vertical markers at x positions (e.g. reported cache sizes).
+    """
+
+    title: str
+    x_label: str
+    y_label: str
+    points: tuple[tuple[float, float], ...]
+    log_x: bool = True
+    log_y: bool = False
+    marks: tuple[tuple[float, str], ...] = ()
+
+
+@dataclass(frozen=True)
+class Assessment:
+    """What a probe's pure `judge` returns: everything but the verdict, which the runner derives
+    from the findings (the worst of them; pass when there are none)."""
+
+    summary: str
+    metrics: Mapping[str, Metric] = field(default_factory=dict)
+    findings: tuple[Finding, ...] = ()
+    tables: tuple[Table, ...] = ()
+    curves: tuple[Curve, ...] = ()
+    facts: Mapping[str, Any] = field(default_factory=dict)
+    key_figure: str = ""
+
+    @property
+    def verdict(self) -> Verdict:
+        return worst([f.verdict for f in self.findings])
+
+
+@dataclass(frozen=True)
+class ProbeResult:
+    """One probe's outcome on one device (`device` is None for CPU probes)."""
+
+    probe: str
+    verdict: Verdict
+    summary: str
+    metrics: Mapping[str, Metric] = field(default_factory=dict)
+    findings: tuple[Finding, ...] = ()
+    facts: Mapping[str, Any] = field(default_factory=dict)
+    duration_s: float = 0.0
+    tables: tuple[Table, ...] = ()
+    curves: tuple[Curve, ...] = ()
+    key_figure: str = ""
+    device: int | None = None
+
+
+@dataclass(frozen=True)
+class Report:
+    """Everything one run produced: host facts and every probe's result."""
+
+    perfprobe_version: str
+    host: Mapping[str, Any]
+    results: tuple[ProbeResult, ...]
+    duration_s: float = 0.0
+    schema_version: int = 1
+
+    @property
+    def verdict(self) -> Verdict:
+        return worst([r.verdict for r in self.results])
