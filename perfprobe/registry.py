@@ -1,0 +1,27 @@
+"""The ordered list of probes, by module path, imported only when a probe is run."""
+
+from __future__ import annotations
+
+import importlib
+
+from perfprobe.probe import Probe
+
+PROBE_MODULES: dict[str, str] = {
+    "host": "perfprobe.probes.host",
+    "cache": "perfprobe.probes.cache",
+    "falseshare": "perfprobe.probes.falseshare",
+    "numa": "perfprobe.probes.numa",
+    "pinned": "perfprobe.probes.pinned",
+    "streams": "perfprobe.probes.streams",
+    "uvm": "perfprobe.probes.uvm",
+}
+
+
+def load_probe(name: str) -> Probe:
+    """The Probe object of `name` (its module's PROBE)."""
+    return importlib.import_module(PROBE_MODULES[name]).PROBE
+
+
+def all_probe_names() -> list[str]:
+    """Every probe in the order `perfprobe all` runs them (host first)."""
+    return list(PROBE_MODULES)
