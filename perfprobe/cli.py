@@ -1,0 +1,215 @@
+"""The command line: thin typer commands that build one RunConfig and hand it to the runner.
+
+Kept light on purpose — `perfprobe --help` must answer in well under half a second — so nothing
+here imports numba, cupy or NVML; probes import their kernels when they run.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+from typing import Any, Optional
+
+import typer
+from typing_extensions import Annotated
+
+from perfprobe import __version__
+from perfprobe.config import RunConfig, UsageError
+from perfprobe.units import parse_device, parse_size
+
+app = typer.Typer(
+    name="perfprobe",
+    help="Measure what makes programs fast on this host — caches, false sharing, NUMA locality, "
+    "host-GPU transfers — judge it against the host's own facts, and say what to do.",
+    add_completion=False,
+    no_args_is_help=True,
+    context_settings={"help_option_names": ["-h", "--help"]},
+    pretty_exceptions_enable=False,
+)
+
+JsonOpt = Annotated[bool, typer.Option("--json", help="Print the JSON report on stdout, nothing else.")]
+OutputOpt = Annotated[Optional[Path], typer.Option("--output", "-o", metavar="FILE",
+                                                   help="Also write the JSON report to FILE.")]
+QuickOpt = Annotated[bool, typer.Option("--quick", help="Smaller sizes, fewer repeats (CI smoke runs).")]
+BindOpt = Annotated[Optional[int], typer.Option("--bind", metavar="NODE", min=0,
+                                                help="Bind CPUs and memory to NUMA node NODE first.")]
+DeviceOpt = Annotated[Optional[str], typer.Option("--device", metavar="N|all",
+                                                  help="GPU index, or 'all' for each GPU in turn.")]
+RequireGpuOpt = Annotated[bool, typer.Option("--require-gpu",
+                                             help="No usable GPU is an error (exit 3), not a skip.")]
+RecordOpt = Annotated[Optional[Path], typer.Option("--record", hidden=True,
+                                                   help="Write host facts and raw numbers to FILE.")]
+ReplayOpt = Annotated[Optional[Path], typer.Option("--replay", hidden=True,
+                                                   help="Judge recorded raw numbers, measure nothing.")]
+SizeOpt = Annotated[Optional[str], typer.Option("--size", metavar="BYTES",
+                                                help="Buffer size, e.g. 256M or 1G.")]
+
+
+def _version(value: bool) -> None:
+    if value:
+        typer.echo(f"perfprobe {__version__}")
+        raise typer.Exit(0)
+
+
+@app.callback()
+def _root(version: Annotated[bool, typer.Option("--version", callback=_version, is_eager=True,
+                                                help="Print the version and exit.")] = False) -> None:
+    """perfprobe: performance is transport; measure it here."""
+
+
+@app.command()
+def host(json_out: JsonOpt = False, output: OutputOpt = None,
+         fsroot: Annotated[Optional[Path], typer.Option("--fsroot", metavar="DIR",
+                           help="Read a captured tree (DIR/sys, DIR/proc) instead of this host.")] = None,
+         record: RecordOpt = None, replay: ReplayOpt = None) -> None:
+    """What this host is and how it is set up: CPUs, caches, NUMA, THP, governor, GPUs."""
+    _run(["host"], RunConfig(json=json_out, output=output, fsroot=fsroot, record=record, replay=replay))
+
+
+@app.command("all")
+def all_(json_out: JsonOpt = False, output: OutputOpt = None, quick: QuickOpt = False,
+         bind: BindOpt = None, device: DeviceOpt = None, require_gpu: RequireGpuOpt = False,
+         record: RecordOpt = None, replay: ReplayOpt = None) -> None:
+    """Host facts, then every probe, then one summary table."""
+    from perfprobe.registry import all_probe_names
+
+    _run(all_probe_names(), RunConfig(json=json_out, output=output, quick=quick, bind=bind,
+                                      device=parse_device(device), require_gpu=require_gpu,
+                                      record=record, replay=replay))
+
+
+@app.command()
+def cache(json_out: JsonOpt = False, output: OutputOpt = None, quick: QuickOpt = False,
+          bind: BindOpt = None, record: RecordOpt = None, replay: ReplayOpt = None,
+          max_size: Annotated[Optional[str], typer.Option("--max-size", metavar="BYTES",
+                              help="Largest working set, e.g. 1G (default: 4x the last-level cache).")] = None,
+          repeats: Annotated[Optional[int], typer.Option("--repeats", min=1, max=1000,
+                             help="Timed repeats per point (median is reported).")] = None) -> None:
+    """Cache hierarchy: latency curve, level sizes, bandwidth, line size, prefetch, huge pages."""
+    options = {"max_size": parse_size(max_size, "--max-size", minimum=64 << 10), "repeats": repeats}
+    _run(["cache"], RunConfig(json=json_out, output=output, quick=quick, bind=bind, options=options,
+                              record=record, replay=replay))
+
+
+@app.command()
+def falseshare(json_out: JsonOpt = False, output: OutputOpt = None, quick: QuickOpt = False,
+               bind: BindOpt = None, record: RecordOpt = None, replay: ReplayOpt = None,
+               max_spacing: Annotated[Optional[str], typer.Option("--max-spacing", metavar="BYTES",
+                                      help="Widest counter spacing (default 256; a power of two).")] = None,
+               threads: Annotated[Optional[int], typer.Option("--threads", min=2, max=4096,
+                                  help="Threads for the many-thread runs (default: all usable CPUs).")] = None) -> None:
+    """False sharing: cost per counter spacing, padding to use, core-to-core latency."""
+    spacing = parse_size(max_spacing, "--max-spacing", minimum=16, maximum=1 << 20, power_of_two=True)
+    _run(["falseshare"], RunConfig(json=json_out, output=output, quick=quick, bind=bind,
+                                   options={"max_spacing": spacing, "threads": threads},
+                                   record=record, replay=replay))
+
+
+@app.command()
+def numa(json_out: JsonOpt = False, output: OutputOpt = None, quick: QuickOpt = False,
+         bind: BindOpt = None, record: RecordOpt = None, replay: ReplayOpt = None) -> None:
+    """NUMA: topology, latency and bandwidth matrices, remote penalties, placement."""
+    _run(["numa"], RunConfig(json=json_out, output=output, quick=quick, bind=bind,
+                             record=record, replay=replay))
+
+
+def _gpu_command(name: str, doc: str) -> None:
+    def command(json_out: JsonOpt = False, output: OutputOpt = None, quick: QuickOpt = False,
+                bind: BindOpt = None, device: DeviceOpt = None, require_gpu: RequireGpuOpt = False,
+                size: SizeOpt = None, record: RecordOpt = None, replay: ReplayOpt = None) -> None:
+        options = {"size": parse_size(size, "--size", minimum=1 << 20)}
+        _run([name], RunConfig(json=json_out, output=output, quick=quick, bind=bind,
+                               device=parse_device(device), require_gpu=require_gpu,
+                               options=options, record=record, replay=replay))
+
+    command.__doc__ = doc
+    app.command(name)(command)
+
+
+_gpu_command("pinned", "Host-GPU copies: pageable against pinned, link rate, blocking, pinning cost.")
+_gpu_command("streams", "Copy/compute overlap across CUDA streams: chunks x streams against the ideal.")
+_gpu_command("uvm", "Unified memory: on-demand migration, prefetch, advice, zero-copy.")
+
+
+def _run(names: list[str], config: RunConfig) -> None:
+    """Run, render, write --output, and exit with the code of the worst verdict."""
+    from perfprobe import runner
+    from perfprobe.render.json import report_to_json
+
+    report = runner.run(names, config, _progress_factory(config))
+    if config.output is not None:
+        _write_output(config.output, report_to_json(report))
+    if config.json:
+        sys.stdout.write(report_to_json(report) + "\n")
+    else:
+        from perfprobe.render.table import render_report
+
+        render_report(report, _stdout_console())
+    raise typer.Exit(runner.exit_code(report))
+
+
+def _write_output(path: Path, text: str) -> None:
+    try:
+        path.write_text(text + "\n")
+    except OSError as exc:
+        raise UsageError(f"--output {path}: cannot write ({exc.strerror or exc})") from exc
+
+
+def _stdout_console() -> Any:
+    from rich.console import Console
+
+    interactive = sys.stdout.isatty()
+    return Console(no_color=_no_color(), width=None if interactive else 120, highlight=False)
+
+
+def _progress_factory(config: RunConfig) -> Any:
+    from perfprobe.progress import null_progress, rich_progress
+
+    if config.json or _no_color() or not sys.stderr.isatty():
+        return null_progress
+    from rich.console import Console
+
+    return rich_progress(Console(stderr=True))
+
+
+def _no_color() -> bool:
+    return bool(os.environ.get("NO_COLOR"))
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Entry point: click's own errors and ours become one line on stderr and exit 2."""
+    command = typer.main.get_command(app)
+    click_error, click_abort = _click_exceptions()
+    try:
+        code = command.main(args=argv, prog_name="perfprobe", standalone_mode=False)
+    except click_error as exc:
+        if type(exc).__name__ == "NoArgsIsHelpError":
+            context = getattr(exc, "ctx", None)
+            sys.stdout.write((context.get_help() if context else exc.format_message()) + "\n")
+            code = 0
+        else:
+            code = _usage_line(exc.format_message())
+    except UsageError as exc:
+        code = _usage_line(str(exc))
+    except (KeyboardInterrupt, click_abort):
+        sys.stderr.write("perfprobe: interrupted\n")
+        code = 130
+    sys.exit(code if isinstance(code, int) else 0)
+
+
+def _click_exceptions() -> tuple[type[Exception], type[BaseException]]:
+    """click's error classes: typer up to 0.2x uses click, newer typer vendors it as typer._click."""
+    try:
+        from click.exceptions import Abort, ClickException
+    except ImportError:
+        from typer.exceptions import Abort  # type: ignore[no-redef]
+        from typer.exceptions import TyperException as ClickException  # type: ignore[no-redef]
+    return ClickException, Abort
+
+
+def _usage_line(message: str) -> int:
+    """One line naming what is wrong (and what is valid), exit code 2."""
+    line = " ".join(message.split())
+    sys.stderr.write(f"perfprobe: error: {line}\n")
+    return 2

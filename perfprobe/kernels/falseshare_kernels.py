@@ -1,0 +1,229 @@
+"""False-sharing and core-to-core kernels: pinned threads hammering counters in one shared page.
+
+Only numbers come out of here. Each worker is a Python thread that pins itself with
+`os.sched_setaffinity(0, {cpu})` (Linux applies it to the calling thread only, and it dies with
+the thread, so the main thread's affinity never changes) and then calls a `nogil` numba function,
+so the workers truly run in parallel.
+
+Memory operations are llvmlite intrinsics on raw addresses, because numba has no atomics:
+- atomic update: `atomicrmw add seq_cst` (x86: `lock add`/`lock xadd`),
+- plain update: a relaxed (monotonic) atomic load, an add, and a relaxed atomic store. LLVM may not
+  merge, hoist or drop those, so every iteration loads and stores memory, yet no lock prefix or
+  fence is emitted (x86: plain `mov`s) — the C equivalent of a `volatile` increment.
+  `plain_loop_touches_memory()` checks this in the generated assembly.
+Timing is `clock_gettime(CLOCK_MONOTONIC)` called from inside the kernel, after a spin barrier, so
+thread start-up and the GIL are outside the timed region.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import threading
+from dataclasses import dataclass
+from typing import Callable, Sequence
+
+import numpy as np
+from llvmlite import ir
+from numba import njit, types
+from numba.core import cgutils
+from numba.extending import intrinsic
+
+PAGE_BYTES = 4096
+KIND_ATOMIC = 0
+KIND_PLAIN = 1
+KINDS = {"atomic": KIND_ATOMIC, "plain": KIND_PLAIN}
+_I64 = ir.IntType(64)
+_I32 = ir.IntType(32)
+_CLOCK_MONOTONIC = 1
+
+
+def _ptr(builder: ir.IRBuilder, addr: ir.Value) -> ir.Value:
+    return builder.inttoptr(addr, _I64.as_pointer())
+
+
+@intrinsic
+def _atomic_add(typingctx, addr, value):  # type: ignore[no-untyped-def]
+    """`*addr += value` as one seq_cst atomic read-modify-write; returns the old value."""
+    def codegen(context, builder, sig, args):  # type: ignore[no-untyped-def]
+        return builder.atomic_rmw("add", _ptr(builder, args[0]), args[1], "seq_cst")
+    return types.int64(types.int64, types.int64), codegen
+
+
+@intrinsic
+def _load(typingctx, addr, ordering):  # type: ignore[no-untyped-def]
+    """An atomic 8-byte load the optimiser must perform (`ordering`: 0 relaxed, 1 acquire)."""
+    order = "acquire" if getattr(ordering, "literal_value", 0) else "monotonic"
+
+    def codegen(context, builder, sig, args):  # type: ignore[no-untyped-def]
+        return builder.load_atomic(_ptr(builder, args[0]), order, 8)
+    return types.int64(types.int64, ordering), codegen
+
+
+@intrinsic
+def _store(typingctx, addr, value, ordering):  # type: ignore[no-untyped-def]
+    """An atomic 8-byte store the optimiser must perform (`ordering`: 0 relaxed, 1 release)."""
+    order = "release" if getattr(ordering, "literal_value", 0) else "monotonic"
+
+    def codegen(context, builder, sig, args):  # type: ignore[no-untyped-def]
+        builder.store_atomic(args[1], _ptr(builder, args[0]), order, 8)
+        return context.get_dummy_value()
+    return types.none(types.int64, types.int64, ordering), codegen
+
+
+@intrinsic
+def _monotonic_ns(typingctx):  # type: ignore[no-untyped-def]
+    """clock_gettime(CLOCK_MONOTONIC) in ns, callable without the GIL (resolved from libc)."""
+    def codegen(context, builder, sig, args):  # type: ignore[no-untyped-def]
+        ts_type = ir.ArrayType(_I64, 2)
+        fnty = ir.FunctionType(_I32, [_I32, ts_type.as_pointer()])
+        fn = cgutils.get_or_insert_function(builder.module, fnty, "clock_gettime")
+        ts = cgutils.alloca_once(builder, ts_type)
+        builder.call(fn, [ir.Constant(_I32, _CLOCK_MONOTONIC), ts])
+        zero = ir.Constant(_I32, 0)
+        sec = builder.load(builder.gep(ts, [zero, zero]))
+        nsec = builder.load(builder.gep(ts, [zero, ir.Constant(_I32, 1)]))
+        return builder.add(builder.mul(sec, ir.Constant(_I64, 1_000_000_000)), nsec)
+    return types.int64(), codegen
+
+
+@njit(nogil=True, cache=True)
+def _barrier(ready_addr: int, parties: int) -> None:
+    """Spin until `parties` threads have arrived, so the timed loops overlap."""
+    _atomic_add(ready_addr, 1)
+    while _load(ready_addr, 1) < parties:
+        pass
+
+
+@njit(nogil=True, cache=True)
+def atomic_loop(addr: int, iters: int) -> None:
+    """`iters` atomic increments of the counter at `addr`."""
+    for _ in range(iters):
+        _atomic_add(addr, 1)
+
+
+@njit(nogil=True, cache=True)
+def plain_loop(addr: int, iters: int) -> None:
+    """`iters` plain increments (load, add, store) of the counter at `addr`, none kept in a register."""
+    for _ in range(iters):
+        _store(addr, _load(addr, 0) + 1, 0)
+
+
+@njit(nogil=True, cache=True)
+def counter_worker(addr: int, ready_addr: int, parties: int, iters: int, kind: int) -> tuple:
+    """Meet the others at the barrier, then update one counter; returns (start_ns, end_ns)."""
+    _barrier(ready_addr, parties)
+    start = _monotonic_ns()
+    if kind == 0:
+        atomic_loop(addr, iters)
+    else:
+        plain_loop(addr, iters)
+    return start, _monotonic_ns()
+
+
+@njit(nogil=True, cache=True)
+def pingpong_worker(flag_addr: int, ready_addr: int, role: int, rounds: int) -> tuple:
+    """Hand the flag's line back and forth `rounds` times: role 0 writes odd, role 1 even values."""
+    _barrier(ready_addr, 2)
+    start = _monotonic_ns()
+    for i in range(rounds):
+        wait_for = 2 * i + role
+        while _load(flag_addr, 1) != wait_for:
+            pass
+        _store(flag_addr, wait_for + 1, 1)
+    return start, _monotonic_ns()
+
+
+@dataclass(frozen=True)
+class ThreadTimes:
+    """What one parallel run returns: each thread's (start_ns, end_ns) and the counters' values."""
+
+    starts_ns: tuple[int, ...]
+    ends_ns: tuple[int, ...]
+    counters: tuple[int, ...]
+
+    @property
+    def span_ns(self) -> int:
+        """From the first thread leaving the barrier to the last one finishing."""
+        return max(self.ends_ns) - min(self.starts_ns)
+
+
+def aligned_zeros(nbytes: int) -> np.ndarray:
+    """A zeroed int64 array whose data starts on a page boundary (the caller keeps it alive)."""
+    raw = np.zeros(nbytes + PAGE_BYTES, dtype=np.uint8)
+    offset = (-raw.ctypes.data) % PAGE_BYTES
+    return raw[offset:offset + nbytes].view(np.int64)
+
+
+def counter_offsets(threads: int, spacing_bytes: int) -> list[int]:
+    """Byte offset of each thread's counter; spacing 0 puts every thread on one counter."""
+    return [i * spacing_bytes for i in range(threads)]
+
+
+def _run_pinned(cpus: Sequence[int], work: Callable[[int], tuple]) -> list[tuple]:
+    """Run `work(i)` in one thread per CPU, thread i pinned to cpus[i]; re-raise any failure."""
+    results: list[tuple | None] = [None] * len(cpus)
+    errors: list[BaseException] = []
+
+    def body(i: int) -> None:
+        try:
+            os.sched_setaffinity(0, {cpus[i]})  # this thread only; ends with it
+            results[i] = work(i)
+        except BaseException as exc:  # handed to the main thread below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=body, args=(i,), daemon=True) for i in range(len(cpus))]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    if errors:
+        raise errors[0]
+    return [r for r in results if r is not None]
+
+
+def run_counters(cpus: Sequence[int], spacing_bytes: int, iters: int, kind: str) -> ThreadTimes:
+    """One run: thread i on cpus[i] adds 1 `iters` times to its counter at i*spacing_bytes.
+
+    All counters live in one page-aligned array (the barrier word sits on its own page after it).
+    A `spacing_bytes` of 0 is true sharing: every thread updates the same counter.
+    """
+    if spacing_bytes % 8:
+        raise ValueError(f"spacing must be a multiple of 8 bytes, got {spacing_bytes}")
+    offsets = counter_offsets(len(cpus), spacing_bytes)
+    area = -(-(offsets[-1] + 8) // PAGE_BYTES) * PAGE_BYTES
+    buf = aligned_zeros(area + PAGE_BYTES)
+    base, ready = buf.ctypes.data, buf.ctypes.data + area
+    code = KINDS[kind]
+    times = _run_pinned(cpus, lambda i: counter_worker(base + offsets[i], ready, len(cpus), iters, code))
+    counters = tuple(int(buf[o // 8]) for o in sorted(set(offsets)))
+    return ThreadTimes(tuple(t[0] for t in times), tuple(t[1] for t in times), counters)
+
+
+def run_pingpong(cpu_a: int, cpu_b: int, rounds: int) -> ThreadTimes:
+    """One ping-pong run between two CPUs on one flag; span/rounds is one round trip."""
+    buf = aligned_zeros(2 * PAGE_BYTES)
+    flag, ready = buf.ctypes.data, buf.ctypes.data + PAGE_BYTES
+    times = _run_pinned([cpu_a, cpu_b], lambda i: pingpong_worker(flag, ready, i, rounds))
+    return ThreadTimes(tuple(t[0] for t in times), tuple(t[1] for t in times), (int(buf[0]),))
+
+
+def plain_loop_touches_memory() -> tuple[bool, str]:
+    """Check the plain loop's x86-64 assembly: a load from and a store to the counter each iteration.
+
+    Returns (ok, how it was checked). On other ISAs the check is not done (ok, with a note).
+    """
+    if plain_loop.signatures == []:
+        plain_loop(aligned_zeros(PAGE_BYTES).ctypes.data, 1)
+    asm = next(iter(plain_loop.inspect_asm().values()))
+    if not re.search(r"\b(movq|mov)\b", asm) or "x86" not in os.uname().machine.replace("_", ""):
+        if os.uname().machine not in ("x86_64", "amd64"):
+            return True, f"asm check skipped on {os.uname().machine}"
+    loads = re.findall(r"\bmovq?\s+\(%\w+\),\s*%\w+", asm)
+    stores = re.findall(r"\bmovq?\s+%\w+,\s*\(%\w+\)", asm)
+    incs = re.findall(r"\b(?:incq|addq)\s+[^\n]*\(%\w+\)", asm)
+    ok = bool(loads and stores) or bool(incs)
+    how = ("inspect_asm: load+store of the counter in the loop" if loads and stores else
+           "inspect_asm: memory-operand increment in the loop" if incs else
+           "inspect_asm: no memory access found in the loop")
+    return ok, how

@@ -1,0 +1,74 @@
+"""The JSON report: results as data, for ops scripts and CI (schema: docs/report.schema.json)."""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Mapping
+from typing import Any
+
+from perfprobe.model import Curve, Metric, ProbeResult, Report, Table
+
+
+def report_to_dict(report: Report) -> dict[str, Any]:
+    """The report as plain JSON-ready data, in the documented schema's shape."""
+    return {
+        "schema_version": report.schema_version,
+        "perfprobe_version": report.perfprobe_version,
+        "host": _clean(report.host),
+        "results": [_result(r) for r in report.results],
+        "verdict": report.verdict.value,
+        "duration_s": round(report.duration_s, 3),
+    }
+
+
+def report_to_json(report: Report) -> str:
+    return json.dumps(report_to_dict(report), indent=2, allow_nan=False)
+
+
+def _result(result: ProbeResult) -> dict[str, Any]:
+    return {
+        "probe": result.probe,
+        "device": result.device,
+        "verdict": result.verdict.value,
+        "summary": result.summary,
+        "key_figure": result.key_figure,
+        "metrics": {name: _metric(m) for name, m in result.metrics.items()},
+        "findings": [{"verdict": f.verdict.value, "message": f.message, "advice": f.advice}
+                     for f in result.findings],
+        "facts": _clean(result.facts),
+        "tables": [_table(t) for t in result.tables],
+        "curves": [_curve(c) for c in result.curves],
+        "duration_s": round(result.duration_s, 3),
+    }
+
+
+def _metric(metric: Metric) -> dict[str, Any]:
+    return {"value": _clean(metric.value), "unit": metric.unit}
+
+
+def _table(table: Table) -> dict[str, Any]:
+    return {"title": table.title, "columns": list(table.columns),
+            "rows": [[_clean(c) for c in row] for row in table.rows], "heat": table.heat}
+
+
+def _curve(curve: Curve) -> dict[str, Any]:
+    return {"title": curve.title, "x_label": curve.x_label, "y_label": curve.y_label,
+            "points": [[_clean(x), _clean(y)] for x, y in curve.points],
+            "log_x": curve.log_x, "log_y": curve.log_y,
+            "marks": [{"x": _clean(x), "label": label} for x, label in curve.marks]}
+
+
+def _clean(value: Any) -> Any:
+    """Make any nested value JSON-safe: NaN and infinities become null, tuples lists, keys str."""
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, Mapping):
+        return {str(k): _clean(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple, set, frozenset)):
+        return [_clean(v) for v in value]
+    if hasattr(value, "item") and callable(value.item):  # numpy scalars
+        return _clean(value.item())
+    if value is None or isinstance(value, (str, int, bool)):
+        return value
+    return str(value)

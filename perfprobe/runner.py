@@ -1,0 +1,170 @@
+"""Run probes: host facts once, binding once, then measure → judge for each probe.
+
+This is the only place with a broad `except`: whatever goes wrong inside one probe becomes that
+probe's `error` result, and the other probes still run and report.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+import traceback
+from typing import Any, Callable, Mapping, Sequence
+
+from perfprobe import __version__
+from perfprobe.config import RunConfig, UsageError
+from perfprobe.model import Finding, ProbeResult, Report, Verdict
+from perfprobe.probe import GpuUnavailable, Probe, ProbeContext, ProbeSkipped, ProgressFactory
+from perfprobe.progress import null_progress
+from perfprobe.registry import load_probe
+
+EXIT_OK, EXIT_WARN, EXIT_USAGE, EXIT_ERROR = 0, 1, 2, 3
+
+
+def exit_code(report: Report) -> int:
+    """0: all pass or skip; 1: at least one warn; 3: at least one error (error beats warn)."""
+    verdict = report.verdict
+    if verdict is Verdict.ERROR:
+        return EXIT_ERROR
+    return EXIT_WARN if verdict is Verdict.WARN else EXIT_OK
+
+
+def run(names: Sequence[str], config: RunConfig, progress: ProgressFactory = null_progress) -> Report:
+    """Run the named probes in order and gather their results into one Report."""
+    started = time.perf_counter()
+    recording = _load_replay(config) if config.replay else None
+    host = recording["host"] if recording else _read_host(config)
+    probes = [load_probe(name) for name in names]
+    binding = _apply_binding(config, host)
+    devices = _devices_for(probes, config)
+    raws: dict[str, Any] = {}
+    results: list[ProbeResult] = []
+    for probe in probes:
+        for device in devices if probe.needs_gpu else [None]:
+            ctx = ProbeContext(config=config, host=host, progress=progress, device=device)
+            key = _record_key(probe.name, device)
+            replayed = recording["raw"].get(key) if recording else None
+            if recording and replayed is None:
+                results.append(_skipped(probe.name, device, f"{key} is not in the recording", ""))
+                continue
+            result, raw = run_one(probe, ctx, binding, replayed)
+            results.append(result)
+            if raw is not None:
+                raws[key] = raw
+    if config.record:
+        config.record.write_text(json.dumps({"host": host, "raw": raws}, indent=1, default=str))
+    return Report(__version__, host, tuple(results), time.perf_counter() - started)
+
+
+def run_one(probe: Probe, ctx: ProbeContext, binding: Mapping[str, Any] | None,
+            replayed: Mapping[str, Any] | None = None) -> tuple[ProbeResult, dict | None]:
+    """Measure (or take the replayed numbers) and judge one probe; failures become results."""
+    started = time.perf_counter()
+    try:
+        raw = dict(replayed) if replayed is not None else probe.measure(ctx)
+    except GpuUnavailable as exc:
+        verdict = Verdict.ERROR if ctx.config.require_gpu else Verdict.SKIP
+        return _skipped(probe.name, ctx.device, exc.reason, exc.hint, verdict, started), None
+    except ProbeSkipped as exc:
+        return _skipped(probe.name, ctx.device, exc.reason, exc.hint, Verdict.SKIP, started), None
+    except (KeyboardInterrupt, UsageError):
+        raise
+    except Exception as exc:  # noqa: BLE001 - the one place that turns any failure into a result
+        return _failed(probe.name, ctx.device, "measuring", exc, started), None
+    try:
+        assessment = probe.judge(raw, ctx.host)
+    except Exception as exc:  # noqa: BLE001
+        return _failed(probe.name, ctx.device, "judging", exc, started), raw
+    facts = dict(assessment.facts)
+    if binding is not None:
+        facts["binding"] = dict(binding)
+    result = ProbeResult(
+        probe=probe.name, verdict=assessment.verdict, summary=assessment.summary,
+        metrics=dict(assessment.metrics), findings=tuple(assessment.findings), facts=facts,
+        duration_s=time.perf_counter() - started, tables=tuple(assessment.tables),
+        curves=tuple(assessment.curves), key_figure=assessment.key_figure, device=ctx.device)
+    return result, raw
+
+
+def _read_host(config: RunConfig) -> dict[str, Any]:
+    from perfprobe.host import read_host_facts
+
+    if config.fsroot is not None:
+        _check_fsroot(config)
+    return read_host_facts(config.fsroot)
+
+
+def _check_fsroot(config: RunConfig) -> None:
+    root = config.fsroot
+    assert root is not None
+    if not root.is_dir():
+        raise UsageError(f"--fsroot {root}: not a directory; give a captured tree holding sys/ and proc/")
+    if not (root / "sys").is_dir() and not (root / "proc").is_dir():
+        raise UsageError(f"--fsroot {root}: no sys/ or proc/ inside; give a captured tree holding them")
+
+
+def _apply_binding(config: RunConfig, host: Mapping[str, Any]) -> dict[str, Any] | None:
+    """Validate and apply --bind before anything is measured; None when not asked for."""
+    if config.bind is None:
+        return None
+    from perfprobe import bind
+
+    bind.validate_bind_node(config.bind, host)
+    if config.replay or config.fsroot:
+        return {"node": config.bind, "applied": False}
+    return bind.bind_to_node(config.bind, host)
+
+
+def _devices_for(probes: Sequence[Probe], config: RunConfig) -> list[int | None]:
+    """The GPU indices to run GPU probes on: --device N, every device for `all`, else device 0."""
+    if not any(p.needs_gpu for p in probes) or config.replay:
+        return [config.device if isinstance(config.device, int) else 0]
+    if config.device is None:
+        return [0]
+    try:
+        from perfprobe.gpu import device_count
+
+        count = device_count()
+    except GpuUnavailable:
+        return [0 if config.device == "all" else config.device]  # the probes will skip, with why
+    if config.device == "all":
+        return list(range(count))
+    if not 0 <= int(config.device) < count:
+        valid = "0" if count == 1 else f"0 to {count - 1}"
+        raise UsageError(f"--device {config.device}: no such GPU; valid: {valid} or all")
+    return [int(config.device)]
+
+
+def _load_replay(config: RunConfig) -> dict[str, Any]:
+    assert config.replay is not None
+    try:
+        data = json.loads(config.replay.read_text())
+    except (OSError, ValueError) as exc:
+        raise UsageError(f"--replay {config.replay}: cannot read a recording ({exc})") from exc
+    if not isinstance(data, dict) or not isinstance(data.get("host"), dict) or not isinstance(data.get("raw"), dict):
+        raise UsageError(f"--replay {config.replay}: not a perfprobe recording (needs 'host' and 'raw')")
+    return data
+
+
+def _record_key(name: str, device: int | None) -> str:
+    return name if device is None else f"{name}[{device}]"
+
+
+def _skipped(name: str, device: int | None, reason: str, hint: str,
+             verdict: Verdict = Verdict.SKIP, started: float | None = None) -> ProbeResult:
+    finding = Finding(verdict, reason, hint)
+    duration = time.perf_counter() - started if started is not None else 0.0
+    return ProbeResult(probe=name, verdict=verdict, summary=reason, findings=(finding,),
+                       duration_s=duration, device=device)
+
+
+def _failed(name: str, device: int | None, stage: str, exc: BaseException, started: float) -> ProbeResult:
+    message = f"{stage} failed: {type(exc).__name__}: {exc}".strip()
+    where = traceback.extract_tb(exc.__traceback__)[-1:] if exc.__traceback__ else []
+    at = f" (at {where[0].filename.rsplit('/', 1)[-1]}:{where[0].lineno})" if where else ""
+    finding = Finding(Verdict.ERROR, message + at, "report this with the JSON output (--json) attached")
+    return ProbeResult(probe=name, verdict=Verdict.ERROR, summary=message, findings=(finding,),
+                       duration_s=time.perf_counter() - started, device=device)
+
+
+Runner = Callable[[Sequence[str], RunConfig, ProgressFactory], Report]

@@ -1,0 +1,43 @@
+"""Medians and spread: every figure perfprobe shows is the median of repeats, with its spread."""
+
+from __future__ import annotations
+
+import statistics
+from typing import Callable, Sequence
+
+
+def summarize(samples: Sequence[float]) -> dict[str, float]:
+    """Median, min, max, interquartile range and count of `samples` (at least one)."""
+    if not samples:
+        raise ValueError("summarize() needs at least one sample")
+    ordered = sorted(float(s) for s in samples)
+    return {
+        "median": statistics.median(ordered),
+        "min": ordered[0],
+        "max": ordered[-1],
+        "iqr": _quantile(ordered, 0.75) - _quantile(ordered, 0.25),
+        "repeats": len(ordered),
+    }
+
+
+def relative_spread(samples: Sequence[float]) -> float:
+    """(max - min) / median: how far apart the repeats landed, as a fraction."""
+    summary = summarize(samples)
+    return (summary["max"] - summary["min"]) / summary["median"] if summary["median"] else 0.0
+
+
+def repeat(measure: Callable[[], float], repeats: int, warmup: int = 1) -> list[float]:
+    """Call `measure` `warmup` times for nothing, then `repeats` times, returning those samples."""
+    for _ in range(warmup):
+        measure()
+    return [measure() for _ in range(repeats)]
+
+
+def _quantile(ordered: Sequence[float], q: float) -> float:
+    """Linear-interpolated quantile of already sorted values."""
+    if len(ordered) == 1:
+        return ordered[0]
+    position = q * (len(ordered) - 1)
+    low = int(position)
+    high = min(low + 1, len(ordered) - 1)
+    return ordered[low] + (ordered[high] - ordered[low]) * (position - low)

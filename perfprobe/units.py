@@ -1,0 +1,51 @@
+"""Parsing what users type: sizes like 64K, 1G or 1GiB, and GPU selections like 0 or all."""
+
+from __future__ import annotations
+
+import re
+
+from perfprobe.config import UsageError
+
+_SIZE = re.compile(r"^\s*(\d+)\s*([kmgt]?)(i?b)?\s*$", re.IGNORECASE)
+_FACTORS = {"": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30, "t": 1 << 40}
+
+
+def parse_size(text: str | None, option: str, minimum: int = 1, maximum: int = 1 << 50,
+               power_of_two: bool = False) -> int | None:
+    """Bytes from '4096', '64K', '256M', '1G', '1GiB' (binary units); None stays None.
+
+    Anything else — negative, fractional, unknown suffix, out of range — is a UsageError naming the
+    option and what is valid.
+    """
+    if text is None:
+        return None
+    match = _SIZE.match(text)
+    if not match:
+        raise UsageError(f"{option} {text!r}: not a size; use bytes or K/M/G/T (binary), e.g. 64K, 1G")
+    value = int(match.group(1)) * _FACTORS[match.group(2).lower()]
+    if not minimum <= value <= maximum:
+        raise UsageError(f"{option} {text}: must be between {format_bytes(minimum)} and "
+                         f"{format_bytes(maximum)}")
+    if power_of_two and value & (value - 1):
+        raise UsageError(f"{option} {text}: must be a power of two (e.g. 256, 512, 1K)")
+    return value
+
+
+def parse_device(text: str | None) -> int | str | None:
+    """A GPU selection: None (the default GPU), an index ≥ 0, or 'all'."""
+    if text is None:
+        return None
+    cleaned = text.strip().lower()
+    if cleaned == "all":
+        return "all"
+    if cleaned.isdigit():
+        return int(cleaned)
+    raise UsageError(f"--device {text!r}: expected a GPU index (0, 1, …) or 'all'")
+
+
+def format_bytes(value: float) -> str:
+    """1024 -> '1 KiB', 1536 -> '1.5 KiB': for messages and tables."""
+    for size, suffix in ((1 << 40, "TiB"), (1 << 30, "GiB"), (1 << 20, "MiB"), (1 << 10, "KiB")):
+        if abs(value) >= size:
+            return f"{value / size:.3g} {suffix}"
+    return f"{value:.0f} B"
