@@ -1,0 +1,197 @@
+"""CPU and memory binding to one NUMA node: the one place `--bind NODE` and the numa probe bind.
+
+The runner calls `validate_bind_node` before anything runs (bad node: UsageError, exit 2) and then
+`bind_to_node` before any probe measures, so numba's worker threads — started at the first parallel
+kernel — inherit both the CPU set and the memory policy. Binding touches this process only
+(perfprobe advises, it doesn't tune) and is checked after it is set: a binding that did not take is
+an error, never a silent unbound run.
+
+Why every thread: Linux keeps CPU affinity and memory policy per thread. Affinity is set on every
+thread that exists (so a thread pool started earlier moves too); the memory policy can only be set
+on the calling thread, which is why binding must happen before kernel threads start. Threads that
+existed already keep their old policy, but, now running on the node's CPUs, they allocate there
+first-touch (the default policy is local).
+"""
+
+from __future__ import annotations
+
+import os
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any, Iterable, Iterator, Mapping
+
+from perfprobe import numa_sys
+from perfprobe.config import UsageError
+
+
+class BindError(RuntimeError):
+    """The binding was set but did not verify (or could not be set): the run must not go on."""
+
+
+def format_list(values: Iterable[int]) -> str:
+    """Compact "0-3,8,10-11" form of a set of ints (the kernel's cpulist style)."""
+    ordered = sorted(set(values))
+    parts: list[str] = []
+    start = prev = None
+    for value in ordered + [None]:  # type: ignore[list-item]
+        if start is not None and (value is None or value != prev + 1):
+            parts.append(str(start) if start == prev else f"{start}-{prev}")
+            start = None
+        if value is not None and start is None:
+            start = value
+        prev = value
+    return ",".join(parts)
+
+
+def parse_list(text: str) -> list[int]:
+    """The ints of a kernel list string ("0-3,8,10-11", "" or "\\n" for none); ValueError if malformed."""
+    values: set[int] = set()
+    for part in text.strip().split(","):
+        if not part:
+            continue
+        low, _, high = part.partition("-")
+        first, last = int(low), int(high) if high else int(low)
+        if first < 0 or last < first:
+            raise ValueError(f"bad range {part!r} in list {text!r}")
+        values.update(range(first, last + 1))
+    return sorted(values)
+
+
+def _nodes(host: Mapping[str, Any]) -> list[Mapping[str, Any]]:
+    return list(((host.get("numa") or {}).get("nodes")) or [])
+
+
+def _usable(host: Mapping[str, Any]) -> set[int]:
+    cpus = host.get("cpus") or {}
+    return set(cpus.get("usable") or cpus.get("online") or [])
+
+
+def node_cpus(node: int, host: Mapping[str, Any]) -> list[int]:
+    """The CPUs of `node` that this process may run on."""
+    for entry in _nodes(host):
+        if entry.get("id") == node:
+            return sorted(set(entry.get("cpus") or []) & _usable(host))
+    return []
+
+
+def valid_bind_nodes(host: Mapping[str, Any]) -> list[int]:
+    """Nodes with at least one CPU this process may use: the nodes `--bind` accepts."""
+    return sorted(n["id"] for n in _nodes(host) if node_cpus(n["id"], host))
+
+
+def validate_bind_node(node: int, host: Mapping[str, Any]) -> None:
+    """Raise UsageError, in one line naming the valid nodes, unless `--bind node` can be honoured."""
+    valid = valid_bind_nodes(host)
+    valid_text = ", ".join(map(str, valid)) if valid else "none"
+    tail = f"; valid nodes for --bind: {valid_text}"
+    entry = next((n for n in _nodes(host) if n.get("id") == node), None)
+    if not _nodes(host):
+        raise UsageError("this host exposes no NUMA nodes (kernel without NUMA?); --bind cannot be used")
+    if entry is None:
+        raise UsageError(f"NUMA node {node} does not exist{tail}")
+    if not entry.get("cpus"):
+        raise UsageError(f"node {node} has no CPUs (memory-only){tail}")
+    if not node_cpus(node, host):
+        raise UsageError(f"node {node}'s CPUs ({format_list(entry['cpus'])}) are outside this "
+                         f"process's cpuset/affinity (usable: {format_list(_usable(host))}){tail}")
+
+
+def _thread_ids() -> list[int]:
+    try:
+        return sorted(int(p.name) for p in Path("/proc/self/task").iterdir())
+    except OSError:
+        return [0]
+
+
+def _set_all_threads(cpus: set[int], saved: Mapping[int, set[int]] | None = None) -> None:
+    """Give every thread of this process `cpus` (or its own entry of `saved` when it has one)."""
+    for tid in _thread_ids():
+        target = saved.get(tid, cpus) if saved else cpus
+        try:
+            os.sched_setaffinity(tid, target)
+        except ProcessLookupError:  # the thread ended meanwhile
+            continue
+
+
+@contextmanager
+def threads_pinned(cpus: Iterable[int]) -> Iterator[None]:
+    """Run the block with every thread of this process on `cpus`; restore each thread's own CPUs.
+
+    Threads started inside the block (a numba pool) get the calling thread's previous CPUs back.
+    """
+    target = set(cpus)
+    saved = {tid: os.sched_getaffinity(tid) for tid in _thread_ids()}
+    caller = os.sched_getaffinity(0)
+    _set_all_threads(target)
+    try:
+        yield
+    finally:
+        _set_all_threads(caller, saved)
+
+
+def current_placement() -> dict[str, Any]:
+    """Where this thread runs and allocates now: CPU affinity and memory policy (for the report)."""
+    placement: dict[str, Any] = {"cpus": sorted(os.sched_getaffinity(0))}
+    try:
+        policy = numa_sys.get_mempolicy()
+        placement.update(mempolicy=policy.mode, mems=policy.nodes, mems_allowed=numa_sys.mems_allowed())
+    except OSError as exc:
+        placement.update(mempolicy=None, mems=[], mempolicy_error=str(exc))
+    return placement
+
+
+def verify_binding(node: int, cpus: Iterable[int]) -> dict[str, Any]:
+    """Check that every thread runs on `cpus` and this thread's memory policy is bind to `node`.
+
+    Returns the binding record; raises BindError naming what did not take.
+    """
+    want = set(cpus)
+    placement = current_placement()
+    problems = []
+    stray = [tid for tid in _thread_ids() if _affinity_or(tid, want) != want]
+    if set(placement["cpus"]) != want or stray:
+        problems.append(f"CPU affinity is {format_list(placement['cpus'])} (threads off it: "
+                        f"{len(stray)}), expected {format_list(want)}")
+    if placement.get("mempolicy") != "bind" or placement.get("mems") != [node]:
+        problems.append(f"memory policy is {placement.get('mempolicy')} on nodes "
+                        f"{placement.get('mems')}, expected bind on [{node}]")
+    if problems:
+        raise BindError(f"binding to NUMA node {node} did not take: " + "; ".join(problems))
+    return {"node": node, "cpus": placement["cpus"], "mempolicy": "bind", "mems": [node],
+            "threads": len(_thread_ids()), "verified": True}
+
+
+def _affinity_or(tid: int, default: set[int]) -> set[int]:
+    try:
+        return os.sched_getaffinity(tid)
+    except ProcessLookupError:
+        return default
+
+
+def bind_to_node(node: int, host: Mapping[str, Any]) -> dict[str, Any]:
+    """Bind this process's CPUs (every thread) and memory (strict MPOL_BIND) to `node`, then verify.
+
+    Returns the binding record for the report, e.g. {"node": 0, "cpus": [0, 1], "mempolicy": "bind",
+    "mems": [0], "threads": 1, "verified": True}.
+    """
+    validate_bind_node(node, host)
+    cpus = node_cpus(node, host)
+    try:
+        _set_all_threads(set(cpus))
+    except OSError as exc:
+        raise BindError(f"cannot bind CPUs to node {node} ({format_list(cpus)}): {exc}") from exc
+    try:
+        numa_sys.set_mempolicy(numa_sys.MPOL_BIND, [node])
+    except numa_sys.NumaUnavailable as exc:
+        raise BindError(f"cannot bind memory to node {node}: {exc.strerror}") from exc
+    except OSError as exc:
+        allowed = _mems_allowed_text()
+        raise UsageError(f"cannot bind memory to node {node}: {exc.strerror}{allowed}") from exc
+    return verify_binding(node, cpus)
+
+
+def _mems_allowed_text() -> str:
+    try:
+        return f" (this process may allocate on nodes {format_list(numa_sys.mems_allowed())})"
+    except OSError:
+        return ""
