@@ -1,0 +1,65 @@
+"""PCI devices with their class, vendor and NUMA node (/sys/bus/pci/devices/*).
+
+Which node a NIC or GPU hangs off decides where the threads feeding it should run.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from perfprobe.host.parse import parse_cpulist, parse_cpumask
+from perfprobe.host.sysroot import SysRoot
+
+PCI_DIR = "sys/bus/pci/devices"
+_GEN_BY_SPEED = {2.5: 1, 5.0: 2, 8.0: 3, 16.0: 4, 32.0: 5, 64.0: 6, 128.0: 7}
+
+
+def read_pci_devices(sr: SysRoot) -> list[dict[str, Any]]:
+    """The "pci_devices" list, in address order."""
+    return [device_facts(sr, address) for address in sr.listdir(PCI_DIR) or []]
+
+
+def device_facts(sr: SysRoot, address: str) -> dict[str, Any]:
+    rel = f"{PCI_DIR}/{address}"
+    node = sr.read_int(f"{rel}/numa_node")
+    return {"address": address, "class": sr.read_text(f"{rel}/class"),
+            "vendor": sr.read_text(f"{rel}/vendor"), "numa_node": None if node is None or node < 0 else node}
+
+
+def link_facts(sr: SysRoot, address: str) -> dict[str, int | None]:
+    """PCIe generation and width, current and max, from the device's link files (None if absent)."""
+    rel = f"{PCI_DIR}/{address}"
+    return {"gen_current": pcie_gen(sr.read_text(f"{rel}/current_link_speed")),
+            "gen_max": pcie_gen(sr.read_text(f"{rel}/max_link_speed")),
+            "width_current": _width(sr.read_text(f"{rel}/current_link_width")),
+            "width_max": _width(sr.read_text(f"{rel}/max_link_width"))}
+
+
+def pcie_gen(speed: str | None) -> int | None:
+    """"32.0 GT/s PCIe" -> 5, "8 GT/s" -> 3; unknown speeds -> None."""
+    match = re.match(r"\s*([\d.]+)\s*GT/s", speed or "")
+    return _GEN_BY_SPEED.get(float(match.group(1))) if match else None
+
+
+def _width(text: str | None) -> int | None:
+    text = (text or "").strip().lstrip("x")
+    return int(text) if text.isdigit() and int(text) > 0 else None
+
+
+def local_node(sr: SysRoot, address: str, nodes: list[dict[str, Any]]) -> int | None:
+    """The one node holding the device's local CPUs (local_cpulist), when numa_node says -1."""
+    rel = f"{PCI_DIR}/{address}"
+    cpus = parse_cpulist(sr.read_text(f"{rel}/local_cpulist"))
+    if cpus is None:
+        cpus = parse_cpumask(sr.read_text(f"{rel}/local_cpus"))
+    if not cpus:
+        return None
+    matches = [n["id"] for n in nodes if set(n["cpus"]) & set(cpus)]
+    return matches[0] if len(matches) == 1 else None
+
+
+def sysfs_address(bus_id: str) -> str:
+    """NVML's "00000000:3B:00.0" -> sysfs's "0000:3b:00.0"."""
+    domain, _, rest = bus_id.strip().lower().partition(":")
+    return f"{domain[-4:].rjust(4, '0')}:{rest}" if rest else bus_id.lower()

@@ -1,0 +1,50 @@
+"""Shared test fixtures: captured /sys and /proc trees of real machines.
+
+The trees live outside the repo, in ../shared/fixtures/sysfs/NAME.tar.bz2 (beside the checkout, as
+on CI). `fixture_tree("16amd64-8n2c")` unpacks one once per session and returns the directory
+holding its `sys/` and `proc/` (what `read_host_facts(root)` and `--fsroot` take).
+"""
+
+from __future__ import annotations
+
+import tarfile
+from pathlib import Path
+from typing import Callable
+
+import pytest
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+FIXTURES_DIR = REPO_ROOT.parent / "shared" / "fixtures" / "sysfs"
+
+
+def fixture_names() -> list[str]:
+    """Names of every captured tree (the tarball names without .tar.bz2); [] when none are here."""
+    return sorted(p.name[: -len(".tar.bz2")] for p in FIXTURES_DIR.glob("*.tar.bz2"))
+
+
+def _unpack(archive: Path, into: Path) -> Path:
+    """Unpack `archive` into `into` and return the tree root (the folder with sys/ in it)."""
+    with tarfile.open(archive) as tar:
+        members = [m for m in tar.getmembers() if not (m.isdev() or m.name.startswith(("/", "..")))]
+        if hasattr(tarfile, "data_filter"):
+            tar.extractall(into, members=members, filter="fully_trusted")
+        else:
+            tar.extractall(into, members=members)
+    tops = [p for p in into.iterdir() if p.is_dir()]
+    return tops[0] if len(tops) == 1 and not (into / "sys").exists() else into
+
+
+@pytest.fixture(scope="session")
+def fixture_tree(tmp_path_factory: pytest.TempPathFactory) -> Callable[[str], Path]:
+    """Factory: NAME -> root of the unpacked tree (cached for the session; skips if absent)."""
+    cache: dict[str, Path] = {}
+
+    def unpack(name: str) -> Path:
+        if name not in cache:
+            archive = FIXTURES_DIR / f"{name}.tar.bz2"
+            if not archive.exists():
+                pytest.skip(f"fixture tree {archive} is not here")
+            cache[name] = _unpack(archive, tmp_path_factory.mktemp(name.replace("+", "_")))
+        return cache[name]
+
+    return unpack
