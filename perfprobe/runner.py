@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 import time
 import traceback
-from typing import Any, Callable, Mapping, Sequence
+from typing import Any, Mapping, Sequence
 
 from perfprobe import __version__
 from perfprobe.config import RunConfig, UsageError
@@ -32,6 +32,8 @@ def exit_code(report: Report) -> int:
 def run(names: Sequence[str], config: RunConfig, progress: ProgressFactory = null_progress) -> Report:
     """Run the named probes in order and gather their results into one Report."""
     started = time.perf_counter()
+    if config.fsroot is not None:
+        _check_fsroot(config)
     recording = _load_replay(config) if config.replay else None
     host = recording["host"] if recording else _read_host(config)
     probes = [load_probe(name) for name in names]
@@ -89,8 +91,6 @@ def run_one(probe: Probe, ctx: ProbeContext, binding: Mapping[str, Any] | None,
 def _read_host(config: RunConfig) -> dict[str, Any]:
     from perfprobe.host import read_host_facts
 
-    if config.fsroot is not None:
-        _check_fsroot(config)
     return read_host_facts(config.fsroot)
 
 
@@ -166,5 +166,3 @@ def _failed(name: str, device: int | None, stage: str, exc: BaseException, start
     return ProbeResult(probe=name, verdict=Verdict.ERROR, summary=message, findings=(finding,),
                        duration_s=time.perf_counter() - started, device=device)
 
-
-Runner = Callable[[Sequence[str], RunConfig, ProgressFactory], Report]

@@ -1,0 +1,44 @@
+# perfprobe: `make run` sets up .venv and runs every probe; `make test` runs the test suite.
+PYTHON ?= python3
+VENV   := .venv
+BIN    := $(VENV)/bin
+# On a host with an NVIDIA driver, `make run` also installs cupy for the driver's CUDA major version.
+GPU_EXTRA := $(shell $(PYTHON) tools/gpu_extra.py 2>/dev/null)
+
+.PHONY: run test bench completions check-completions test-numa-vm help-time clean
+
+$(BIN)/python:
+	$(PYTHON) -m venv $(VENV)
+
+$(VENV)/.installed: pyproject.toml | $(BIN)/python
+	$(BIN)/python -m pip install -q -e '.$(if $(GPU_EXTRA),[$(GPU_EXTRA)])'
+	touch $@
+
+$(VENV)/.installed-test: pyproject.toml | $(BIN)/python
+	$(BIN)/python -m pip install -q -e '.[test$(if $(GPU_EXTRA),$(comma)$(GPU_EXTRA))]'
+	touch $@ $(VENV)/.installed
+
+comma := ,
+
+## run: install into .venv and run every probe (exit 0 on pass/skip, 1 on warnings only)
+run: $(VENV)/.installed
+	$(BIN)/perfprobe all || [ $$? -eq 1 ]
+
+## test: install the test extras into .venv and run the suite
+test: $(VENV)/.installed-test
+	$(BIN)/python -m pytest -q -p no:cacheprovider
+
+## bench: native references beside perfprobe's kernels, and the --help start-up time
+bench: $(VENV)/.installed-test
+	$(BIN)/python bench/run_all.py
+
+## completions: regenerate bash, zsh and fish completions from the CLI
+completions: $(VENV)/.installed
+	$(BIN)/python -m perfprobe.completions completions
+
+## test-numa-vm: boot emulated multi-node NUMA guests (QEMU, TCG) and run the NUMA checks inside
+test-numa-vm: $(VENV)/.installed-test
+	bash tools/numa-vm/run.sh
+
+clean:
+	rm -rf $(VENV) bench/build .pytest_cache

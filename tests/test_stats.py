@@ -1,0 +1,31 @@
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from perfprobe.stats import relative_spread, repeat, summarize
+
+
+def test_summarize_reports_median_and_spread():
+    summary = summarize([3.0, 1.0, 2.0, 10.0])
+    assert summary["median"] == 2.5
+    assert summary["min"] == 1.0 and summary["max"] == 10.0
+    assert summary["repeats"] == 4
+    assert summary["iqr"] > 0
+
+
+def test_summarize_needs_samples():
+    with pytest.raises(ValueError):
+        summarize([])
+
+
+@given(st.lists(st.floats(min_value=1e-9, max_value=1e9), min_size=1, max_size=50))
+def test_median_lies_between_min_and_max(samples):
+    summary = summarize(samples)
+    assert summary["min"] <= summary["median"] <= summary["max"]
+    assert summary["iqr"] >= 0
+    assert relative_spread(samples) >= 0
+
+
+def test_repeat_discards_warmup():
+    calls = iter(range(10))
+    assert repeat(lambda: float(next(calls)), repeats=3, warmup=2) == [2.0, 3.0, 4.0]
