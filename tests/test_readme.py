@@ -1,0 +1,28 @@
+"""The README's usage section stays true to the CLI: every command and every visible option is there."""
+
+import re
+from pathlib import Path
+
+from perfprobe import completions
+
+README = (Path(__file__).resolve().parents[1] / "README.md").read_text()
+USAGE = README.split("<!-- usage:begin -->")[1].split("<!-- usage:end -->")[0]
+
+
+def test_every_command_is_in_the_readme():
+    for command in completions.command_options():
+        if command:
+            assert f"`perfprobe {command}`" in USAGE, f"README lacks the command {command}"
+
+
+def test_every_visible_option_is_in_the_readme():
+    documented = set(re.findall(r"`(--[a-z-]+)", USAGE))
+    for command, options in completions.command_options().items():
+        for option, _help in options:
+            if option != "--help":
+                assert option in documented, f"README lacks {option} (of {command or 'perfprobe'})"
+
+
+def test_readme_starts_with_the_two_setup_commands():
+    setup = README.split("## Set-up")[1][:400]
+    assert "make run" in setup and "make test" in setup
