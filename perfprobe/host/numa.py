@@ -22,19 +22,26 @@ def read_numa(sr: SysRoot, online: list[int], meminfo: dict[str, int]) -> dict[s
     ids = sr.numbered(NODE_DIR, "node")
     if ids:
         nodes = [_read_node(sr, node) for node in ids]
-        distances = _distances(sr, ids, notes)
+        distances = _distances(sr, ids)
     else:
         notes.append(f"no NUMA nodes in sysfs ({NODE_DIR}): one node 0 with every online CPU assumed")
         nodes = [{"id": 0, "cpus": list(online), "memory_total_bytes": meminfo.get("MemTotal"),
                   "memory_free_bytes": meminfo.get("MemFree")}]
         distances = [[LOCAL_DISTANCE]]
-    _check_cpus(nodes, online, notes)
+    notes += contradictions(nodes, distances, online)
+    notes += _offline_in_nodes(nodes, online)
     if ids:
-        _check_memory(nodes, meminfo, notes)
-    balancing = sr.read_int("proc/sys/kernel/numa_balancing")
+        notes += _memory_mismatch(nodes, meminfo)
     return {"nodes": nodes, "distances": distances,
             "memory_only_nodes": [n["id"] for n in nodes if not n["cpus"]],
-            "balancing": balancing, "notes": notes}
+            "balancing": sr.read_int("proc/sys/kernel/numa_balancing"), "notes": notes}
+
+
+def contradictions(nodes: list[dict[str, Any]], distances: list[list[int | None]],
+                   online: list[int]) -> list[str]:
+    """What in the NUMA facts cannot be true of a real machine (the judge warns on these)."""
+    ids = [n["id"] for n in nodes]
+    return _shared_cpus(nodes) + _orphan_cpus(nodes, online) + _bad_distances(ids, distances)
 
 
 def _read_node(sr: SysRoot, node: int) -> dict[str, Any]:
@@ -56,21 +63,17 @@ def _column_ids(sr: SysRoot, ids: list[int], width: int) -> list[int]:
     return ids
 
 
-def _distances(sr: SysRoot, ids: list[int], notes: list[str]) -> list[list[int | None]]:
-    """Square matrix in the order of `ids`; a missing or unreadable cell is None (with a note)."""
+def _distances(sr: SysRoot, ids: list[int]) -> list[list[int | None]]:
+    """Square matrix in the order of `ids`; a row missing or of the wrong length is all None."""
     matrix = []
     for node in ids:
-        text = sr.read_text(f"{NODE_DIR}/node{node}/distance")
-        row = _ints(text)
+        row = _ints(sr.read_text(f"{NODE_DIR}/node{node}/distance"))
         columns = _column_ids(sr, ids, len(row)) if row else []
         if len(columns) != len(row) or not set(ids) <= set(columns):
-            notes.append(f"node{node}/distance {text!r} does not have one entry per node "
-                         f"({len(ids)}): its distances are unknown")
             matrix.append([None] * len(ids))
             continue
         by_id = dict(zip(columns, row))
         matrix.append([by_id[other] for other in ids])
-    _check_distances(ids, matrix, notes)
     return matrix
 
 
@@ -81,47 +84,60 @@ def _ints(text: str | None) -> list[int]:
         return []
 
 
-def _check_distances(ids: list[int], matrix: list[list[int | None]], notes: list[str]) -> None:
+def _bad_distances(ids: list[int], matrix: list[list[int | None]]) -> list[str]:
+    notes = []
+    unknown = [ids[i] for i, row in enumerate(matrix) if len(row) != len(ids) or None in row]
+    if unknown:
+        notes.append(f"distances from node(s) {', '.join(map(str, unknown))} are unknown "
+                     f"(distance file missing, or not one entry per node)")
     known = [(i, j, d) for i, row in enumerate(matrix) for j, d in enumerate(row) if d is not None]
     remote = [d for i, j, d in known if i != j]
     if len(ids) > 1 and remote and all(d <= LOCAL_DISTANCE for d in remote):
         notes.append(f"every node-to-node distance is {LOCAL_DISTANCE} (local): the firmware's "
                      f"distance table (ACPI SLIT) is missing or wrong")
     for i, j, d in known:
-        other = matrix[j][i]
-        if i < j and other is not None and other != d:
-            notes.append(f"distance node{ids[i]}->node{ids[j]} is {d} but node{ids[j]}->node{ids[i]} is {other}")
+        back = matrix[j][i] if j < len(matrix) and i < len(matrix[j]) else None
+        if i < j and back is not None and back != d:
+            notes.append(f"distance node{ids[i]}->node{ids[j]} is {d} but node{ids[j]}->node{ids[i]} is {back}")
+    return notes
 
 
-def _check_cpus(nodes: list[dict[str, Any]], online: list[int], notes: list[str]) -> None:
-    """A CPU in two nodes, an online CPU in none, or an offline CPU in a node: say so."""
+def _owners(nodes: list[dict[str, Any]]) -> dict[int, list[int]]:
     owners: dict[int, list[int]] = {}
     for node in nodes:
         for cpu in node["cpus"]:
             owners.setdefault(cpu, []).append(node["id"])
+    return owners
+
+
+def _shared_cpus(nodes: list[dict[str, Any]]) -> list[str]:
+    owners = _owners(nodes)
     shared = sorted(cpu for cpu, ids in owners.items() if len(ids) > 1)
-    if shared:
-        notes.append(f"CPUs {format_cpulist(shared)} are listed in several nodes "
-                     f"({', '.join('node%d' % n for n in sorted({i for c in shared for i in owners[c]}))}): "
-                     f"the firmware's NUMA tables are inconsistent")
-    orphans = sorted(set(online) - set(owners))
-    if orphans:
-        notes.append(f"online CPUs {format_cpulist(orphans)} are in no NUMA node")
-    offline = sorted(set(owners) - set(online))
-    if offline and online:
-        notes.append(f"nodes list CPUs {format_cpulist(offline)} that are not online")
+    if not shared:
+        return []
+    where = sorted({node for cpu in shared for node in owners[cpu]})
+    return [f"CPUs {format_cpulist(shared)} are listed in several nodes "
+            f"({', '.join('node%d' % n for n in where)}): the firmware's NUMA tables are inconsistent"]
 
 
-def _check_memory(nodes: list[dict[str, Any]], meminfo: dict[str, int], notes: list[str]) -> None:
+def _orphan_cpus(nodes: list[dict[str, Any]], online: list[int]) -> list[str]:
+    orphans = sorted(set(online) - set(_owners(nodes)))
+    return [f"online CPUs {format_cpulist(orphans)} are in no NUMA node"] if orphans else []
+
+
+def _offline_in_nodes(nodes: list[dict[str, Any]], online: list[int]) -> list[str]:
+    offline = sorted(set(_owners(nodes)) - set(online))
+    return [f"nodes list CPUs {format_cpulist(offline)} that are not online"] if offline and online else []
+
+
+def _memory_mismatch(nodes: list[dict[str, Any]], meminfo: dict[str, int]) -> list[str]:
     """Per-node MemTotal should add up to /proc/meminfo MemTotal (within 5%)."""
-    sizes = [n["memory_total_bytes"] for n in nodes]
+    missing = [n["id"] for n in nodes if n["memory_total_bytes"] is None]
+    if missing:
+        return [f"no MemTotal for node(s) {', '.join(map(str, missing))}"]
     total = meminfo.get("MemTotal")
-    if total is None or None in sizes:
-        missing = [n["id"] for n in nodes if n["memory_total_bytes"] is None]
-        if missing:
-            notes.append(f"no MemTotal for node(s) {', '.join(map(str, missing))}")
-        return
-    node_sum = sum(sizes)
-    if abs(node_sum - total) > 0.05 * total:
-        notes.append(f"per-node MemTotal adds up to {node_sum / 2**30:.1f} GiB but /proc/meminfo "
-                     f"MemTotal is {total / 2**30:.1f} GiB")
+    node_sum = sum(n["memory_total_bytes"] for n in nodes)
+    if total and abs(node_sum - total) > 0.05 * total:
+        return [f"per-node MemTotal adds up to {node_sum / 2**30:.1f} GiB but /proc/meminfo "
+                f"MemTotal is {total / 2**30:.1f} GiB"]
+    return []
