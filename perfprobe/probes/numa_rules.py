@@ -1,0 +1,270 @@
+"""Judgement of the numa probe: pure rules from measured matrices + host facts to findings.
+
+Each rule takes the raw numbers (`measure`'s dict, or one recorded on another host) and the host
+facts, and returns a list of findings; nothing here measures or draws. Thresholds are named
+constants, documented in docs/probes/numa.md.
+"""
+
+from __future__ import annotations
+
+import statistics
+from typing import Any, Mapping
+
+from perfprobe.model import Finding, Verdict
+
+SLOW_LATENCY_RATIO = 1.25      # a node's local latency this far above the others' median: slow node
+SLOW_BANDWIDTH_RATIO = 0.75    # a node's local bandwidth this far below the others' median: slow node
+PENALTY_OVER_DISTANCE = 1.25   # measured remote/local above the distance table's ratio by this factor
+EMULATED_PENALTY = 1.10        # measured remote/local below this while the table implies >= 1.5
+MEMORY_TOTAL_RATIO = 1.5       # largest/smallest node memory (CPU nodes) above this: unbalanced
+LOW_FREE_FRACTION, HIGH_FREE_FRACTION = 0.10, 0.50
+SMALL_WORKING_SET = 4          # working set below this many times the largest cache: a note
+
+Pair = tuple[int, int]
+
+
+def _gib(value: float | int | None) -> str:
+    return "?" if value is None else f"{value / (1 << 30):.1f} GiB"
+
+
+def pair_figures(raw: Mapping[str, Any], key: str) -> dict[Pair, float]:
+    """Median of `key` ("latency_ns" or "read_gbs") for every measured pair whose pages verified."""
+    bad = set(misplaced_nodes(raw))
+    figures = {}
+    for pair in raw.get("pairs", []):
+        value = (pair.get(key) or {}).get("median")
+        if value is not None and pair["mem_node"] not in bad:
+            figures[(pair["cpu_node"], pair["mem_node"])] = float(value)
+    return figures
+
+
+def misplaced_nodes(raw: Mapping[str, Any]) -> list[int]:
+    """Memory nodes whose checked pages were not all found on that node."""
+    return [p["node"] for p in raw.get("pages", []) if p.get("on_node", 0) < p.get("checked", 0)]
+
+
+def distance(host: Mapping[str, Any], i: int, j: int) -> int | None:
+    """The distance table's entry for (i, j), or None when the table doesn't have it."""
+    numa = host.get("numa") or {}
+    ids = [n.get("id") for n in numa.get("nodes") or []]
+    rows = numa.get("distances") or []
+    try:
+        return int(rows[ids.index(i)][ids.index(j)])
+    except (ValueError, IndexError, TypeError):
+        return None
+
+
+def remote_ratios(raw: Mapping[str, Any]) -> dict[Pair, float]:
+    """Measured latency(i, j) / latency(i, i) for each remote pair whose local pair was measured."""
+    latency = pair_figures(raw, "latency_ns")
+    return {(i, j): v / latency[(i, i)] for (i, j), v in latency.items()
+            if i != j and latency.get((i, i))}
+
+
+def implied_ratio(host: Mapping[str, Any], i: int, j: int) -> float | None:
+    """What the distance table implies for remote/local: distance(i, j) / distance(i, i)."""
+    local, remote = distance(host, i, i), distance(host, i, j)
+    return remote / local if local and remote else None
+
+
+def rule_single_node(raw: Mapping[str, Any], host: Mapping[str, Any]) -> list[Finding]:
+    """One node: the figures are the local ones and there is nothing to place."""
+    nodes = (host.get("numa") or {}).get("nodes") or []
+    if len(nodes) > 1:
+        return []
+    latency, bandwidth = pair_figures(raw, "latency_ns"), pair_figures(raw, "read_gbs")
+    figures = ", ".join(f"{v:.0f} ns" for v in latency.values())
+    bw = ", ".join(f"{v:.1f} GB/s" for v in bandwidth.values())
+    local = f" (local memory: {figures or '?'} latency, {bw or '?'} read)" if latency else ""
+    return [Finding(Verdict.PASS, f"single NUMA node: nothing to place{local}")]
+
+
+def rule_misplaced_pages(raw: Mapping[str, Any], host: Mapping[str, Any]) -> list[Finding]:
+    """Pages asked for on node j but found elsewhere: the pair's figures are not figures."""
+    findings = []
+    for p in raw.get("pages", []):
+        if p.get("on_node", 0) >= p.get("checked", 0):
+            continue
+        where = ", ".join(f"node {n}: {c}" for n, c in sorted((p.get("elsewhere") or {}).items()))
+        absent = f", not present: {p['absent']}" if p.get("absent") else ""
+        findings.append(Finding(
+            Verdict.WARN,
+            f"memory node {p['node']}: only {p['on_node']} of {p['checked']} checked pages were on it "
+            f"({where or 'none elsewhere'}{absent}); its latency and bandwidth are left out",
+            f"node {p['node']} is short of free memory or fenced off (cpuset mems): free memory there "
+            "(numastat -m) and run again"))
+    return findings
+
+
+def rule_skipped_pairs(raw: Mapping[str, Any], host: Mapping[str, Any]) -> list[Finding]:
+    """Pairs not measured, with why (too little free memory on a node, say)."""
+    return [Finding(Verdict.PASS, f"not measured: memory node {s['mem_node']}: {s['reason']}")
+            for s in raw.get("skipped", [])]
+
+
+def rule_sampled(raw: Mapping[str, Any], host: Mapping[str, Any]) -> list[Finding]:
+    """Say what was sampled when the matrix was not measured in full."""
+    sampling = raw.get("sampling") or {}
+    if not sampling.get("rule"):
+        return []
+    return [Finding(Verdict.PASS, f"sampled {sampling['pairs_measured']} of {sampling['pairs_total']} "
+                    f"node pairs: {sampling['rule']}", "run without --quick for more pairs")]
+
+
+def _others_median(values: Mapping[int, float], node: int) -> float | None:
+    others = [v for n, v in values.items() if n != node]
+    return statistics.median(others) if others else None
+
+
+def rule_slow_node(raw: Mapping[str, Any], host: Mapping[str, Any]) -> list[Finding]:
+    """A node whose local latency or bandwidth is far off the other nodes' (missing DIMM, throttling)."""
+    latency = {i: v for (i, j), v in pair_figures(raw, "latency_ns").items() if i == j}
+    bandwidth = {i: v for (i, j), v in pair_figures(raw, "read_gbs").items() if i == j}
+    threads = {p["cpu_node"]: p.get("threads") for p in raw.get("pairs", [])
+               if p["cpu_node"] == p["mem_node"]}
+    advice = ("check that every memory channel of this socket is populated like the others' "
+              "(dmidecode -t memory), memory errors (edac-util, dmesg), and thermal/power throttling; "
+              "until then keep latency-critical work off this node")
+    findings = []
+    for node, value in sorted(latency.items()):
+        median = _others_median(latency, node)
+        if median and value > SLOW_LATENCY_RATIO * median:
+            findings.append(Finding(Verdict.WARN, f"node {node}: local latency {value:.0f} ns is "
+                                    f"{value / median:.2f}x the other nodes' {median:.0f} ns", advice))
+    for node, value in sorted(bandwidth.items()):
+        same = {n: v for n, v in bandwidth.items() if threads.get(n) == threads.get(node)}
+        median = _others_median(same, node)
+        if median and value < SLOW_BANDWIDTH_RATIO * median:
+            findings.append(Finding(Verdict.WARN, f"node {node}: local read bandwidth {value:.1f} GB/s "
+                                    f"is {value / median:.0%} of the other nodes' {median:.1f} GB/s "
+                                    f"(same thread count)", advice))
+    return findings
+
+
+def rule_remote_penalty(raw: Mapping[str, Any], host: Mapping[str, Any]) -> list[Finding]:
+    """Measured remote/local latency against the distance table's ratio."""
+    ratios = remote_ratios(raw)
+    if not ratios:
+        return []
+    findings = []
+    for (i, j), measured in sorted(ratios.items()):
+        implied = implied_ratio(host, i, j)
+        if implied is not None and measured > PENALTY_OVER_DISTANCE * implied:
+            table = "treats it as local" if implied <= 1.0 else f"implies {implied:.2f}x"
+            findings.append(Finding(
+                Verdict.WARN,
+                f"CPU node {i} -> memory node {j}: remote latency is {measured:.2f}x local, but the "
+                f"distance table {table} (distance {distance(host, i, j)})",
+                "the interconnect is slower than the firmware says (down-trained or missing socket "
+                "links, a wrong SLIT): check link status in the BIOS/BMC, update firmware, and bind "
+                f"latency-critical work explicitly (perfprobe numa --bind {i}; numactl "
+                f"--cpunodebind={i} --membind={i}) rather than trust automatic placement"))
+    if findings:
+        return findings
+    (i, j), worst = max(ratios.items(), key=lambda kv: kv[1])
+    implied = implied_ratio(host, i, j)
+    if implied is not None and implied >= 1.5 and worst < EMULATED_PENALTY:
+        return [Finding(Verdict.PASS, f"remote latency is at most {worst:.2f}x local although the "
+                        f"distance table implies {implied:.2f}x: emulated NUMA (a VM) or memory "
+                        "interleaved across sockets", "placement matters little on this host")]
+    said = f" (distance table: {implied:.2f}x)" if implied else ""
+    return [Finding(Verdict.PASS, f"remote latency costs up to {worst:.2f}x local (node {i} -> node "
+                    f"{j}){said}", "keep each thread's memory on its own node: first-touch from the "
+                    "thread that uses it, or bind (numactl --cpunodebind=N --membind=N)")]
+
+
+def _process_nodes(raw: Mapping[str, Any], host: Mapping[str, Any]) -> set[int]:
+    cpus = set((raw.get("placement") or {}).get("cpus") or [])
+    return {n["id"] for n in (host.get("numa") or {}).get("nodes") or [] if cpus & set(n.get("cpus") or [])}
+
+
+def _cpu_node_count(host: Mapping[str, Any]) -> int:
+    return sum(1 for n in (host.get("numa") or {}).get("nodes") or [] if n.get("cpus"))
+
+
+def rule_gpu_locality(raw: Mapping[str, Any], host: Mapping[str, Any]) -> list[Finding]:
+    """A GPU on a different node than the CPUs this process runs on: copies cross the interconnect."""
+    if _cpu_node_count(host) < 2:
+        return []
+    mine = _process_nodes(raw, host)
+    cpu_nodes = {n["id"] for n in host["numa"]["nodes"] if n.get("cpus")}
+    findings = []
+    for gpu in host.get("gpus") or []:
+        node = gpu.get("numa_node")
+        if node is None or node not in cpu_nodes or not mine:
+            continue
+        label = f"GPU {gpu.get('index')} ({gpu.get('name', '?')})"
+        bind = f"perfprobe pinned --bind {node}; numactl --cpunodebind={node} --membind={node} <app>"
+        if node not in mine:
+            findings.append(Finding(Verdict.WARN, f"{label} hangs off node {node}, but this process "
+                                    f"runs on node(s) {', '.join(map(str, sorted(mine)))}: host-GPU "
+                                    "copies cross the socket interconnect", f"bind near the GPU: {bind}"))
+        elif len(mine) > 1:
+            findings.append(Finding(Verdict.PASS, f"{label} hangs off node {node}",
+                                    f"run the threads that feed it on that node: {bind}"))
+    return findings
+
+
+def _bound(raw: Mapping[str, Any], host: Mapping[str, Any]) -> bool:
+    placement = raw.get("placement") or {}
+    return raw.get("bind") is not None or placement.get("mempolicy") == "bind" \
+        or len(_process_nodes(raw, host)) == 1
+
+
+def rule_balancing_while_bound(raw: Mapping[str, Any], host: Mapping[str, Any]) -> list[Finding]:
+    """Automatic NUMA balancing on while this workload is bound to a node."""
+    numa = host.get("numa") or {}
+    if numa.get("balancing") != 1 or len(numa.get("nodes") or []) < 2 or not _bound(raw, host):
+        return []
+    return [Finding(Verdict.WARN, "kernel.numa_balancing is on while this workload is bound to a node: "
+                    "its scanner adds page faults to a workload that is already placed",
+                    "for bound workloads turn it off: sysctl kernel.numa_balancing=0 (it helps only "
+                    "unbound ones)")]
+
+
+def rule_memory_balance(raw: Mapping[str, Any], host: Mapping[str, Any]) -> list[Finding]:
+    """Memory badly unbalanced between CPU nodes: installed (DIMMs) or free (one node nearly full)."""
+    nodes = [n for n in (host.get("numa") or {}).get("nodes") or []
+             if n.get("cpus") and n.get("memory_total_bytes")]
+    if len(nodes) < 2:
+        return []
+    findings = []
+    small = min(nodes, key=lambda n: n["memory_total_bytes"])
+    big = max(nodes, key=lambda n: n["memory_total_bytes"])
+    if big["memory_total_bytes"] > MEMORY_TOTAL_RATIO * small["memory_total_bytes"]:
+        findings.append(Finding(Verdict.WARN, f"node {small['id']} has {_gib(small['memory_total_bytes'])} "
+                                f"of memory, node {big['id']} {_gib(big['memory_total_bytes'])}: threads on "
+                                f"node {small['id']} will spill to remote memory sooner",
+                                "populate every socket's memory channels alike (dmidecode -t memory)"))
+    fractions = {n["id"]: n["memory_free_bytes"] / n["memory_total_bytes"] for n in nodes
+                 if n.get("memory_free_bytes") is not None}
+    if fractions and min(fractions.values()) < LOW_FREE_FRACTION < HIGH_FREE_FRACTION < max(fractions.values()):
+        low = min(fractions, key=fractions.__getitem__)
+        high = max(fractions, key=fractions.__getitem__)
+        findings.append(Finding(Verdict.WARN, f"node {low} has {fractions[low]:.0%} of its memory free, "
+                                f"node {high} {fractions[high]:.0%}: new allocations on node {low} go "
+                                "remote or force reclaim", f"find what fills node {low} (numastat -m, "
+                                "numastat -p PID) and spread or move it; if it is page cache, it will be "
+                                "reclaimed as needed"))
+    return findings
+
+
+def rule_working_set(raw: Mapping[str, Any], host: Mapping[str, Any]) -> list[Finding]:
+    """A working set not far above the largest cache reads low: say so."""
+    size = (raw.get("method") or {}).get("working_set_bytes")
+    cache = raw.get("largest_cache_bytes")
+    if not size or not cache or size >= SMALL_WORKING_SET * cache:
+        return []
+    return [Finding(Verdict.PASS, f"working set {size >> 20} MiB is only {size / cache:.1f}x the largest "
+                    f"cache ({cache >> 20} MiB): some loads hit in cache, so latency reads low",
+                    "give more memory or run without --quick for a larger working set")]
+
+
+RULES = (rule_single_node, rule_misplaced_pages, rule_skipped_pairs, rule_sampled, rule_slow_node,
+         rule_remote_penalty, rule_gpu_locality, rule_balancing_while_bound, rule_memory_balance,
+         rule_working_set)
+
+
+def findings(raw: Mapping[str, Any], host: Mapping[str, Any]) -> tuple[Finding, ...]:
+    """Every rule's findings, in rule order."""
+    return tuple(f for rule in RULES for f in rule(raw, host))
