@@ -1,0 +1,108 @@
+"""The uvm probe's numbers laid out for people and machines: tables, metrics, summary, key figure.
+
+Pure, like the rules: everything comes from the recorded raw numbers (see uvm_rules for figures).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Mapping
+
+from perfprobe.model import Assessment, Cell, Metric, Table
+from perfprobe.probes.uvm_rules import (HOW, MEANING, PASSES, TO_GPU, TO_HOST, findings, gbs,
+                                        ratio_to_reference)
+
+
+def assess(raw: Mapping[str, Any], host: Mapping[str, Any]) -> Assessment:
+    """The uvm Assessment: a table per direction, metrics, findings with advice."""
+    return Assessment(summary=summary(raw), metrics=metrics(raw), findings=tuple(findings(raw)),
+                      tables=tables(raw), facts=facts(raw), key_figure=key_figure(raw))
+
+
+def summary(raw: Mapping[str, Any]) -> str:
+    name = (raw.get("device") or {}).get("name") or "GPU"
+    size = _mib(raw.get("size_bytes"))
+    return (f"{name}, {size}: GPU reads host-written data on demand at "
+            f"{_num(gbs(raw, 'managed_on_demand'))} GB/s, after a prefetch at "
+            f"{_num(gbs(raw, 'managed_prefetch'))}, by explicit copy at "
+            f"{_num(gbs(raw, 'explicit_copy'))}")
+
+
+def key_figure(raw: Mapping[str, Any]) -> str:
+    ratios = [(label, ratio_to_reference(raw, path)) for label, path in
+              (("on-demand", "managed_on_demand"), ("prefetch", "managed_prefetch"))]
+    shown = [f"{label} {value:.2f}× copy" for label, value in ratios if value is not None]
+    return ", ".join(shown) or "n/a"
+
+
+def metrics(raw: Mapping[str, Any]) -> dict[str, Metric]:
+    """gbs.<path>, ratio.<path> (to the explicit-copy reference), time_ms.<path>, attr.<name>."""
+    out: dict[str, Metric] = {"size_bytes": Metric(raw.get("size_bytes"), "bytes")}
+    for path in (*TO_GPU, *PASSES, *TO_HOST):
+        speed = gbs(raw, path)
+        if speed is None:
+            continue
+        out[f"gbs.{path}"] = Metric(round(speed, 3), "GB/s")
+        ratio = ratio_to_reference(raw, path)
+        out[f"ratio.{path}"] = Metric(None if ratio is None else round(ratio, 3), "ratio")
+        out[f"time_ms.{path}"] = Metric(round(raw["paths"][path]["time_s"]["median"] * 1e3, 3), "ms")
+    for name, value in (raw.get("attributes") or {}).items():
+        out[f"attr.{name}"] = Metric(int(value), "flag")
+    return out
+
+
+def tables(raw: Mapping[str, Any]) -> tuple[Table, ...]:
+    size = _mib(raw.get("size_bytes"))
+    columns = ("path", "how", "ms (median)", "ms min–max", "GB/s", "× copy")
+    return (
+        Table("Unified-memory attributes", ("attribute", "value", "meaning"),
+              tuple((name, value, MEANING.get(name, "")) for name, value in
+                    (raw.get("attributes") or {}).items())),
+        Table(f"GPU reads host-written data ({size}, same kernel on every path)", columns,
+              tuple(_row(raw, path) for path in TO_GPU)),
+        Table(f"CPU reads GPU-written data ({size}, one host thread)", columns,
+              tuple(_row(raw, path) for path in TO_HOST)),
+        Table("Zero-copy against copy-then-read", ("passes", "zero-copy GB/s", "copy-then-read GB/s",
+                                                    "zero-copy ÷ copy"), _pass_rows(raw)),
+    )
+
+
+def facts(raw: Mapping[str, Any]) -> dict[str, Any]:
+    device = raw.get("device") or {}
+    return {"gpu": device.get("name"), "device": device.get("index"),
+            "compute_capability": device.get("compute_capability"),
+            "cuda_runtime_version": device.get("cuda_runtime_version"),
+            "cuda_driver_version": device.get("cuda_driver_version"),
+            "size_bytes": raw.get("size_bytes"), "repeats": raw.get("repeats"),
+            "passes": raw.get("passes"), "api_used": raw.get("api_used") or {},
+            "api_notes": raw.get("api_notes") or []}
+
+
+def _row(raw: Mapping[str, Any], path: str) -> tuple[Cell, ...]:
+    entry = (raw.get("paths") or {}).get(path) or {}
+    if "time_s" not in entry:
+        return (path, f"skipped: {entry.get('skipped', 'not measured')}", None, None, None, None)
+    t = entry["time_s"]
+    ratio = ratio_to_reference(raw, path)
+    return (path, HOW.get(path, ""), round(t["median"] * 1e3, 2),
+            f"{t['min'] * 1e3:.2f}–{t['max'] * 1e3:.2f}", _round(gbs(raw, path)), _round(ratio))
+
+
+def _pass_rows(raw: Mapping[str, Any]) -> tuple[tuple[Cell, ...], ...]:
+    rows = []
+    for zero, copy, passes in (("zero_copy", "explicit_copy", 1),
+                               ("zero_copy_passes", "explicit_copy_passes", raw.get("passes"))):
+        z, c = gbs(raw, zero), gbs(raw, copy)
+        rows.append((passes, _round(z), _round(c), _round(z / c) if z and c else None))
+    return tuple(rows)
+
+
+def _round(value: float | None) -> float | None:
+    return None if value is None else float(f"{value:.3g}")
+
+
+def _num(value: float | None) -> str:
+    return "n/a" if value is None else f"{value:.3g}"
+
+
+def _mib(value: Any) -> str:
+    return f"{int(value) >> 20} MiB" if value else "? MiB"

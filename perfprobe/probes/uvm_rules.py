@@ -1,0 +1,243 @@
+"""Judgement of the uvm probe: pure functions from recorded numbers to findings with advice.
+
+Every figure is computed here from the raw times (GB/s = bytes / median time), so numbers recorded
+on any host give the same findings. Thresholds are in THRESHOLDS and in the rule table of
+docs/probes/uvm.md; uvm_report lays the same figures out as tables and metrics.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Mapping
+
+from perfprobe.model import Finding, Verdict
+
+THRESHOLDS = {
+    "on_demand_slowdown": 2.0,       # on-demand time ÷ prefetched time at or above this: warn
+    "host_on_demand_slowdown": 2.0,  # the same for the host reading GPU-written data
+    "prefetch_vs_copy": 1.5,         # prefetch + kernel ÷ explicit copy + kernel at or above: warn
+}
+
+TO_GPU = ("managed_on_demand", "managed_prefetch", "managed_advise_preferred_gpu",
+          "managed_advise_accessed_by", "pageable_direct", "zero_copy", "explicit_copy",
+          "device_memory")
+TO_HOST = ("host_on_demand", "host_prefetch", "host_explicit_copy", "host_local")
+PASSES = ("zero_copy_passes", "explicit_copy_passes")
+REFERENCE = {**{p: "explicit_copy" for p in TO_GPU}, **{p: "host_explicit_copy" for p in TO_HOST},
+             **{p: "explicit_copy_passes" for p in PASSES}}
+
+HOW = {
+    "managed_on_demand": "managed, host-written; GPU page faults migrate it",
+    "managed_prefetch": "managed; cudaMemPrefetchAsync to GPU, then kernel",
+    "managed_advise_preferred_gpu": "managed; advice: preferred location GPU",
+    "managed_advise_accessed_by": "managed; advice: preferred host + accessed-by GPU",
+    "pageable_direct": "plain malloc'd (numpy) memory read in place",
+    "zero_copy": "mapped pinned host memory read in place",
+    "explicit_copy": "pinned → cudaMemcpyAsync → device memory, then kernel (reference)",
+    "device_memory": "kernel alone on device memory (ceiling)",
+    "host_on_demand": "managed, GPU-written; CPU page faults migrate it",
+    "host_prefetch": "managed; cudaMemPrefetchAsync to host, then CPU read",
+    "host_explicit_copy": "device memory → cudaMemcpyAsync → pinned, then CPU read (reference)",
+    "host_local": "CPU reads host memory it wrote (ceiling)",
+}
+
+MEANING = {
+    "managedMemory": "cudaMallocManaged works at all",
+    "concurrentManagedAccess": "CPU and GPU may touch managed memory at once; prefetch and advice work",
+    "pageableMemoryAccess": "kernels can read plain malloc'd host memory",
+    "pageableMemoryAccessUsesHostPageTables": "... through the host's page tables (ATS, no migration)",
+    "hostNativeAtomicSupported": "CPU-GPU atomics are native over the link",
+    "directManagedMemAccessFromHost": "the CPU reads GPU-resident managed memory in place",
+    "canMapHostMemory": "mapped pinned (zero-copy) memory is possible",
+    "unifiedAddressing": "host and device share one address space",
+}
+
+
+def median_s(raw: Mapping[str, Any], path: str) -> float | None:
+    """The median time of `path`, or None when it was skipped or not recorded."""
+    entry = (raw.get("paths") or {}).get(path) or {}
+    time_s = entry.get("time_s") or {}
+    value = time_s.get("median")
+    return float(value) if value else None
+
+
+def gbs(raw: Mapping[str, Any], path: str) -> float | None:
+    """Effective GB/s of `path`: bytes its reader consumed ÷ median end-to-end time."""
+    seconds = median_s(raw, path)
+    entry = (raw.get("paths") or {}).get(path) or {}
+    return entry["bytes"] / seconds / 1e9 if seconds and entry.get("bytes") else None
+
+
+def ratio_to_reference(raw: Mapping[str, Any], path: str) -> float | None:
+    """GB/s of `path` ÷ GB/s of its reference (explicit copy): above 1 is faster than copying."""
+    mine, ref = gbs(raw, path), gbs(raw, REFERENCE[path])
+    return mine / ref if mine and ref else None
+
+
+def slowdown(raw: Mapping[str, Any], slow: str, fast: str) -> float | None:
+    """Median time of `slow` ÷ median time of `fast` (None when either is missing)."""
+    a, b = median_s(raw, slow), median_s(raw, fast)
+    return a / b if a and b else None
+
+
+def break_even_passes(raw: Mapping[str, Any]) -> float | None:
+    """Passes at which copy-then-read catches up with zero-copy, from the 1- and N-pass times.
+
+    zero-copy costs z per pass; copy-then-read costs c once plus k per pass (k from the difference
+    between its N-pass and 1-pass times): n* = c / (z - k). None when zero-copy never loses.
+    """
+    passes = int(raw.get("passes") or 0)
+    one, many = median_s(raw, "explicit_copy"), median_s(raw, "explicit_copy_passes")
+    zero_many = median_s(raw, "zero_copy_passes")
+    if passes < 2 or not (one and many and zero_many):
+        return None
+    per_pass_device = (many - one) / (passes - 1)
+    copy_once = max(one - per_pass_device, 0.0)
+    per_pass_zero = zero_many / passes
+    if per_pass_zero <= per_pass_device:
+        return None
+    return copy_once / (per_pass_zero - per_pass_device)
+
+
+
+def findings(raw: Mapping[str, Any]) -> list[Finding]:
+    """Every rule's finding, in the order of the rule table in docs/probes/uvm.md."""
+    rules = (_managed_support, _on_demand, _prefetch_vs_copy, _advice, _host_on_demand,
+             _zero_copy, _pageable, _unavailable_paths, _size_note)
+    return [finding for rule in rules for finding in rule(raw)]
+
+
+def _gb(value: float | None) -> str:
+    return "n/a" if value is None else f"{value:.3g} GB/s"
+
+
+def _attr(raw: Mapping[str, Any], name: str) -> int | None:
+    value = (raw.get("attributes") or {}).get(name)
+    return None if value is None else int(value)
+
+
+def _managed_support(raw: Mapping[str, Any]) -> list[Finding]:
+    if _attr(raw, "managedMemory") == 0:
+        return [Finding(Verdict.WARN, "this GPU cannot allocate managed (unified) memory",
+                        "move data with explicit copies from pinned memory (cudaMemcpyAsync)")]
+    if _attr(raw, "concurrentManagedAccess") == 0:
+        return [Finding(
+            Verdict.WARN, "no concurrent managed access: managed memory is all-or-nothing here — "
+            "each launch migrates managed data wholesale, the CPU must not touch it while any kernel "
+            "runs, and prefetch and advice are unavailable",
+            "use explicit copies for data both sides use; synchronise before every CPU access")]
+    return []
+
+
+def _on_demand(raw: Mapping[str, Any]) -> list[Finding]:
+    ratio = slowdown(raw, "managed_on_demand", "managed_prefetch")
+    if ratio is None:
+        return []
+    figures = (f"on demand {_gb(gbs(raw, 'managed_on_demand'))} against "
+               f"{_gb(gbs(raw, 'managed_prefetch'))} after a prefetch")
+    if ratio >= THRESHOLDS["on_demand_slowdown"]:
+        return [Finding(
+            Verdict.WARN, f"GPU reads of host-written managed memory are {ratio:.1f}× slower on "
+            f"demand (page faults) than after a prefetch: {figures}",
+            "call cudaMemPrefetchAsync(ptr, bytes, device, stream) before the kernel, or "
+            "cudaMemAdvise(ptr, bytes, cudaMemAdviseSetPreferredLocation, device) for data that lives "
+            "on the GPU")]
+    return [Finding(Verdict.PASS, f"on-demand migration is within {ratio:.1f}× of a prefetch: {figures}")]
+
+
+def _prefetch_vs_copy(raw: Mapping[str, Any]) -> list[Finding]:
+    ratio = slowdown(raw, "managed_prefetch", "explicit_copy")
+    if ratio is None:
+        return []
+    figures = (f"prefetch + kernel {_gb(gbs(raw, 'managed_prefetch'))}, pinned copy + kernel "
+               f"{_gb(gbs(raw, 'explicit_copy'))}")
+    if ratio >= THRESHOLDS["prefetch_vs_copy"]:
+        return [Finding(Verdict.WARN, f"a prefetch of managed memory is {ratio:.1f}× slower than an "
+                        f"explicit copy from pinned memory: {figures}",
+                        "for bulk transfers, copy explicitly from pinned memory (cudaMallocHost + "
+                        "cudaMemcpyAsync)")]
+    return [Finding(Verdict.PASS, f"prefetched managed memory costs {ratio:.2f}× an explicit pinned "
+                    f"copy: {figures}; managed memory with prefetch is a fair replacement for copies here")]
+
+
+def _advice(raw: Mapping[str, Any]) -> list[Finding]:
+    preferred, accessed = gbs(raw, "managed_advise_preferred_gpu"), gbs(raw, "managed_advise_accessed_by")
+    on_demand = gbs(raw, "managed_on_demand")
+    if preferred is None and accessed is None:
+        return []
+    parts = []
+    if preferred is not None:
+        gain = f" ({preferred / on_demand:.2g}× plain on-demand)" if on_demand else ""
+        parts.append(f"preferred location GPU {_gb(preferred)}{gain}")
+    if accessed is not None:
+        parts.append(f"preferred host + accessed-by GPU (read in place, no migration) {_gb(accessed)}")
+    return [Finding(Verdict.PASS, "with cudaMemAdvise, no prefetch: " + "; ".join(parts),
+                    "advice alone does not replace a prefetch for data the GPU reads in bulk; "
+                    "accessed-by suits data the GPU touches sparsely")]
+
+
+def _host_on_demand(raw: Mapping[str, Any]) -> list[Finding]:
+    ratio = slowdown(raw, "host_on_demand", "host_prefetch")
+    if ratio is None:
+        return []
+    figures = (f"on demand {_gb(gbs(raw, 'host_on_demand'))} against "
+               f"{_gb(gbs(raw, 'host_prefetch'))} after a prefetch to the host")
+    if ratio >= THRESHOLDS["host_on_demand_slowdown"]:
+        return [Finding(
+            Verdict.WARN, f"the CPU reading GPU-written managed memory is {ratio:.1f}× slower on "
+            f"demand than after a prefetch: {figures}",
+            "prefetch to the host before the CPU reads: cudaMemPrefetchAsync(ptr, bytes, "
+            "cudaCpuDeviceId, stream) on CUDA 12, a cudaMemLocation of type "
+            "cudaMemLocationTypeHost on CUDA 13")]
+    return [Finding(Verdict.PASS, f"the CPU reads GPU-written managed memory on demand within "
+                    f"{ratio:.1f}× of a prefetch: {figures}")]
+
+
+def _zero_copy(raw: Mapping[str, Any]) -> list[Finding]:
+    one, many = ratio_to_reference(raw, "zero_copy"), ratio_to_reference(raw, "zero_copy_passes")
+    passes = raw.get("passes")
+    if one is None or many is None:
+        return []
+    figures = (f"1 pass: zero-copy {_gb(gbs(raw, 'zero_copy'))} vs copy-then-read "
+               f"{_gb(gbs(raw, 'explicit_copy'))}; {passes} passes: {_gb(gbs(raw, 'zero_copy_passes'))} "
+               f"vs {_gb(gbs(raw, 'explicit_copy_passes'))}")
+    even = break_even_passes(raw)
+    if one >= 1.0 > many:
+        where = f" (copying wins from about {even:.1f} passes)" if even else ""
+        return [Finding(Verdict.PASS, f"zero-copy wins a single pass and loses repeated ones{where}: "
+                        f"{figures}", "read mapped pinned memory in place only for data a kernel "
+                        "streams through once; copy data that is read again")]
+    if many >= 1.0:
+        return [Finding(Verdict.PASS, f"zero-copy keeps up with copy-then-read even at {passes} "
+                        f"passes: {figures}", "mapped pinned memory is a fair choice here")]
+    return [Finding(Verdict.PASS, f"zero-copy never beat copy-then-read here: {figures}",
+                    "copy to device memory explicitly, even for single-pass data")]
+
+
+def _pageable(raw: Mapping[str, Any]) -> list[Finding]:
+    if _attr(raw, "pageableMemoryAccess") == 0:
+        return [Finding(Verdict.PASS, "kernels cannot read plain malloc'd memory on this system "
+                        "(pageableMemoryAccess 0)",
+                        "pin host buffers (cudaHostRegister / cudaMallocHost) or copy them")]
+    speed, ratio = gbs(raw, "pageable_direct"), ratio_to_reference(raw, "pageable_direct")
+    if speed is None or ratio is None:
+        return []
+    how = ("through the host's page tables" if _attr(raw, "pageableMemoryAccessUsesHostPageTables")
+           else "through the driver's migration (HMM)")
+    return [Finding(Verdict.PASS, f"kernels read plain malloc'd memory {how} at {_gb(speed)}, "
+                    f"{ratio:.2f}× an explicit pinned copy")]
+
+
+def _unavailable_paths(raw: Mapping[str, Any]) -> list[Finding]:
+    paths = raw.get("paths") or {}
+    return [Finding(Verdict.WARN, f"{name} could not be measured: {entry['skipped']}",
+                    "install cuda-bindings matching the CUDA driver (pip install cuda-bindings)"
+                    if "not installed" in entry["skipped"] else "")
+            for name, entry in paths.items() if entry.get("unavailable")]
+
+
+def _size_note(raw: Mapping[str, Any]) -> list[Finding]:
+    note = raw.get("size_note")
+    if not note:
+        return []
+    return [Finding(Verdict.PASS, f"measured with {raw.get('size_bytes', 0) / (1 << 20):.0f} MiB "
+                    f"buffers ({note})", "free memory or pass a smaller --size for other sizes")]
