@@ -41,6 +41,8 @@ ADVISE_SET_PREFERRED_LOCATION = 3   # cudaMemAdviseSetPreferredLocation
 ADVISE_UNSET_PREFERRED_LOCATION = 4
 ADVISE_SET_ACCESSED_BY = 5          # cudaMemAdviseSetAccessedBy
 ADVISE_UNSET_ACCESSED_BY = 6
+_ADVICE_NAMES = {3: "advise preferred-location", 4: "unadvise preferred-location",
+                 5: "advise accessed-by", 6: "unadvise accessed-by"}
 _MEM_ATTACH_GLOBAL = 1              # cudaMemAttachGlobal
 _HOST_ALLOC_MAPPED = 2              # cudaHostAllocMapped
 
@@ -121,20 +123,20 @@ class UvmApi:
     def advise(self, ptr: int, size: int, advice: int, location: int) -> None:
         """cudaMemAdvise(ptr, size, advice, location) (location: a device index or HOST)."""
         rt = self.cupy.cuda.runtime
-        self._call(f"advise{advice}", location,
+        self._call(_ADVICE_NAMES.get(advice, f"advise {advice}"), location,
                    lambda: rt.memAdvise(ptr, size, advice, location),
                    lambda cudart: _bindings_advise(cudart, ptr, size, advice, location))
 
     def _call(self, op: str, location: int, via_cupy: Callable[[], Any],
               via_bindings: Callable[[ModuleType], None]) -> None:
-        key = f"{op}:{'host' if location == HOST else 'device'}"
+        key = f"{op} to {'host' if location == HOST else 'device'}"
         if self.used.get(key) != "cuda.bindings":
             try:
                 via_cupy()
                 self.used[key] = "cupy.cuda.runtime"
                 return
             except self.cupy.cuda.runtime.CUDARuntimeError as exc:
-                self.notes.append(f"cupy {key} failed ({exc}); trying cuda-bindings")
+                self.notes.append(f"cupy's {key} failed ({exc}); used cuda-bindings instead")
         try:
             from cuda.bindings import runtime as cudart
         except ImportError as exc:

@@ -1,0 +1,236 @@
+"""uvm measure() on the CI host: the skip path, size choice, and the whole flow against a fake cupy.
+
+The fake cupy keeps "device", "managed" and "pinned" memory in host numpy buffers and runs the two
+kernels in numpy, so the orchestration (plan, attribute gates, API fallback, sums, freeing every
+allocation) is exercised without a GPU. It checks nothing about speed: timings are the host's.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+import types
+from typing import Any
+
+import numpy as np
+import pytest
+
+from perfprobe.config import RunConfig
+from perfprobe.kernels.uvm_kernels import pattern
+from perfprobe.probe import GpuUnavailable, ProbeContext, ProbeSkipped
+from perfprobe.probes import uvm
+from perfprobe.progress import null_progress
+
+MiB = 1 << 20
+
+
+class _RuntimeError(Exception):
+    pass
+
+
+class FakeRuntime:
+    """The subset of cupy.cuda.runtime the uvm probe calls, on host memory."""
+
+    CUDARuntimeError = _RuntimeError
+
+    def __init__(self, attributes: dict[int, int], host_location_fails: bool) -> None:
+        self.attributes = attributes
+        self.host_location_fails = host_location_fails
+        self.live: dict[int, np.ndarray] = {}
+        self.calls: list[str] = []
+
+    def _alloc(self, size: int) -> int:
+        buffer = np.empty(size, dtype=np.uint8)
+        self.live[buffer.ctypes.data] = buffer
+        return buffer.ctypes.data
+
+    def getDeviceCount(self) -> int:
+        return 1
+
+    def deviceGetAttribute(self, attribute: int, device: int) -> int:
+        return self.attributes.get(attribute, 1)
+
+    def getDeviceProperties(self, device: int) -> dict[str, Any]:
+        return {"name": b"Fake GPU", "totalGlobalMem": 1 << 34, "multiProcessorCount": 2,
+                "major": 9, "minor": 0, "asyncEngineCount": 2, "concurrentKernels": 1}
+
+    def runtimeGetVersion(self) -> int:
+        return 13000
+
+    def driverGetVersion(self) -> int:
+        return 13000
+
+    def memGetInfo(self) -> tuple[int, int]:
+        return 64 * MiB, 1 << 34
+
+    def mallocManaged(self, size: int, flags: int) -> int:
+        self.calls.append("mallocManaged")
+        return self._alloc(size)
+
+    def malloc(self, size: int) -> int:
+        return self._alloc(size)
+
+    def hostAlloc(self, size: int, flags: int) -> int:
+        assert flags == 2, "zero-copy needs cudaHostAllocMapped"
+        return self._alloc(size)
+
+    def free(self, ptr: int) -> None:
+        del self.live[ptr]
+
+    freeHost = free
+
+    def pointerGetAttributes(self, ptr: int) -> Any:
+        return types.SimpleNamespace(devicePointer=ptr)
+
+    def memPrefetchAsync(self, ptr: int, size: int, device: int, stream: int) -> None:
+        self._location("prefetch", device)
+
+    def memAdvise(self, ptr: int, size: int, advice: int, device: int) -> None:
+        self._location(f"advise{advice}", device)
+
+    def _location(self, what: str, device: int) -> None:
+        if device == -1 and self.host_location_fails:
+            raise _RuntimeError("cudaErrorInvalidDevice: invalid device ordinal")
+        self.calls.append(f"{what}:{device}")
+
+    def memcpyAsync(self, dst: int, src: int, size: int, kind: int, stream: int) -> None:
+        _view(dst, size, np.uint8)[:] = _view(src, size, np.uint8)
+
+
+def _view(ptr: int, size: int, dtype: Any) -> np.ndarray:
+    from perfprobe.kernels.uvm_memory import host_view
+    return host_view(ptr, size).view(dtype)
+
+
+class FakeArray:
+    def __init__(self) -> None:
+        self.value = np.zeros(1, dtype=np.uint64)
+
+    def fill(self, value: int) -> None:
+        self.value[:] = value
+
+    def get(self) -> np.ndarray:
+        return self.value.copy()
+
+
+class FakeKernel:
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+    def __call__(self, grid: tuple, block: tuple, args: tuple) -> None:
+        ptr, count = int(args[0]), int(args[1])
+        if self.name == "read_sum":
+            args[2].value[0] += np.uint64(_view(ptr, count * 16, np.uint32).sum(dtype=np.uint64))
+        else:
+            period = np.tile(pattern(), count // pattern().size)
+            np.add(period, np.uint32(args[2]), out=_view(ptr, count * 4, np.uint32))
+
+
+class FakeEvent:
+    done = True
+
+    def record(self, stream: Any) -> None:
+        self.at = time.perf_counter()
+
+
+class _Context:
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        self.ptr = 1234
+
+    def __enter__(self) -> "_Context":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        return None
+
+
+def fake_cupy(attributes: dict[int, int] | None = None, host_location_fails: bool = True) -> Any:
+    runtime = FakeRuntime(attributes or {}, host_location_fails)
+    pool = types.SimpleNamespace(free_all_blocks=lambda: None)
+    cuda = types.SimpleNamespace(
+        runtime=runtime, Device=_Context, Stream=_Context, Event=FakeEvent,
+        get_elapsed_time=lambda a, b: max((b.at - a.at) * 1e3, 1e-3))
+    module = types.ModuleType("cupy")
+    module.cuda = cuda  # type: ignore[attr-defined]
+    module.uint64 = np.uint64  # type: ignore[attr-defined]
+    module.zeros = lambda n, dtype=None: FakeArray()  # type: ignore[attr-defined]
+    module.RawModule = lambda code, options=(): types.SimpleNamespace(  # type: ignore[attr-defined]
+        get_function=FakeKernel)
+    module.get_default_memory_pool = lambda: pool  # type: ignore[attr-defined]
+    module.get_default_pinned_memory_pool = lambda: pool  # type: ignore[attr-defined]
+    return module
+
+
+def _ctx(**options: Any) -> ProbeContext:
+    config = RunConfig(quick=True, options={"size": 2 * MiB, "repeats": 2, "passes": 3, **options})
+    return ProbeContext(config=config, host={"memory": {"available_bytes": 1 << 34}},
+                        progress=null_progress, device=None)
+
+
+@pytest.fixture
+def no_bindings(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Make `from cuda.bindings import runtime` fail, as on a host without cuda-bindings."""
+    monkeypatch.setitem(sys.modules, "cuda", None)
+
+
+def test_without_cupy_measure_says_gpu_unavailable(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(sys.modules, "cupy", None)
+    with pytest.raises(GpuUnavailable, match="cupy"):
+        uvm.measure(_ctx())
+
+
+def test_every_path_runs_checks_its_sum_and_frees_its_memory(monkeypatch: pytest.MonkeyPatch,
+                                                             no_bindings: None) -> None:
+    cupy = fake_cupy(host_location_fails=False)
+    monkeypatch.setitem(sys.modules, "cupy", cupy)
+    raw = uvm.measure(_ctx())
+    assert cupy.cuda.runtime.live == {}
+    measured = {name for name, entry in raw["paths"].items() if "time_s" in entry}
+    assert measured == {"managed_on_demand", "managed_prefetch", "managed_advise_preferred_gpu",
+                        "managed_advise_accessed_by", "explicit_copy", "device_memory", "zero_copy",
+                        "explicit_copy_passes", "zero_copy_passes", "pageable_direct",
+                        "host_on_demand", "host_prefetch", "host_explicit_copy", "host_local"}
+    assert raw["paths"]["zero_copy_passes"]["bytes"] == 3 * 2 * MiB
+    assert raw["paths"]["managed_prefetch"]["time_s"]["repeats"] == 2
+    assert set(raw["paths"]["managed_prefetch"]) >= {"prefetch_s", "kernel_s"}
+    assert raw["api_used"]["prefetch to host"] == "cupy.cuda.runtime"
+    assert uvm.judge(raw, {}).summary.startswith("Fake GPU, 2 MiB")
+
+
+def test_host_location_failure_without_bindings_skips_only_those_paths(
+        monkeypatch: pytest.MonkeyPatch, no_bindings: None) -> None:
+    cupy = fake_cupy(host_location_fails=True)
+    monkeypatch.setitem(sys.modules, "cupy", cupy)
+    raw = uvm.measure(_ctx())
+    assert cupy.cuda.runtime.live == {}
+    for name in ("host_prefetch", "managed_advise_accessed_by"):
+        assert raw["paths"][name]["unavailable"] is True
+        assert "cuda-bindings is not installed" in raw["paths"][name]["skipped"]
+    assert "time_s" in raw["paths"]["managed_prefetch"]
+    assert any("cupy's prefetch to host failed" in note for note in raw["api_notes"])
+    verdicts = [f.verdict.value for f in uvm.judge(raw, {}).findings]
+    assert "warn" in verdicts
+
+
+def test_attributes_gate_paths(monkeypatch: pytest.MonkeyPatch) -> None:
+    cupy = fake_cupy({89: 0, 88: 0})  # no concurrentManagedAccess, no pageableMemoryAccess
+    monkeypatch.setitem(sys.modules, "cupy", cupy)
+    raw = uvm.measure(_ctx())
+    assert "concurrentManagedAccess" in raw["paths"]["managed_prefetch"]["skipped"]
+    assert "pageableMemoryAccess" in raw["paths"]["pageable_direct"]["skipped"]
+    assert "time_s" in raw["paths"]["managed_on_demand"]
+    assert not any("prefetch" in call for call in cupy.cuda.runtime.calls)
+
+
+def test_choose_size_defaults_and_caps() -> None:
+    assert uvm.choose_size(None, False, 140 << 30, 100 << 30) == (4 << 30, None)
+    assert uvm.choose_size(None, True, 140 << 30, 100 << 30) == (256 * MiB, None)
+    size, note = uvm.choose_size(None, False, 8 << 30, 100 << 30)
+    assert size == 2 << 30 and "GPU's free memory" in (note or "")
+    size, note = uvm.choose_size(3 * MiB + 5, False, 8 << 30, 8 * MiB)
+    assert size == 2 * MiB and "host's available memory" in (note or "")
+
+
+def test_choose_size_skips_when_nothing_fits() -> None:
+    with pytest.raises(ProbeSkipped, match="too little free memory"):
+        uvm.choose_size(None, False, 3 * MiB, 100 << 30)
