@@ -136,7 +136,7 @@ class UvmApi:
                 self.used[key] = "cupy.cuda.runtime"
                 return
             except self.cupy.cuda.runtime.CUDARuntimeError as exc:
-                self.notes.append(f"cupy's {key} failed ({exc}); used cuda-bindings instead")
+                self.notes.append(f"cupy's {key} failed ({exc}); trying cuda-bindings")
         try:
             from cuda.bindings import runtime as cudart
         except ImportError as exc:
