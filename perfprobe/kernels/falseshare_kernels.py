@@ -37,6 +37,8 @@ KINDS = {"atomic": KIND_ATOMIC, "plain": KIND_PLAIN}
 _I64 = ir.IntType(64)
 _I32 = ir.IntType(32)
 _CLOCK_MONOTONIC = 1
+_CLOCK_THREAD_CPUTIME_ID = 3
+PREEMPTED_BELOW = 0.9  # a thread that got less than 90% of its wall time on the CPU was preempted
 
 
 def _ptr(builder: ir.IRBuilder, addr: ir.Value) -> ir.Value:
@@ -72,20 +74,26 @@ def _store(typingctx, addr, value, ordering):  # type: ignore[no-untyped-def]
     return types.none(types.int64, types.int64, ordering), codegen
 
 
-@intrinsic
-def _monotonic_ns(typingctx):  # type: ignore[no-untyped-def]
-    """clock_gettime(CLOCK_MONOTONIC) in ns, callable without the GIL (resolved from libc)."""
-    def codegen(context, builder, sig, args):  # type: ignore[no-untyped-def]
-        ts_type = ir.ArrayType(_I64, 2)
-        fnty = ir.FunctionType(_I32, [_I32, ts_type.as_pointer()])
-        fn = cgutils.get_or_insert_function(builder.module, fnty, "clock_gettime")
-        ts = cgutils.alloca_once(builder, ts_type)
-        builder.call(fn, [ir.Constant(_I32, _CLOCK_MONOTONIC), ts])
-        zero = ir.Constant(_I32, 0)
-        sec = builder.load(builder.gep(ts, [zero, zero]))
-        nsec = builder.load(builder.gep(ts, [zero, ir.Constant(_I32, 1)]))
-        return builder.add(builder.mul(sec, ir.Constant(_I64, 1_000_000_000)), nsec)
-    return types.int64(), codegen
+def _clock_intrinsic(clock_id: int, doc: str):  # type: ignore[no-untyped-def]
+    """An intrinsic reading clock_gettime(clock_id) in ns, callable without the GIL (libc symbol)."""
+    def clock(typingctx):  # type: ignore[no-untyped-def]
+        def codegen(context, builder, sig, args):  # type: ignore[no-untyped-def]
+            ts_type = ir.ArrayType(_I64, 2)
+            fnty = ir.FunctionType(_I32, [_I32, ts_type.as_pointer()])
+            fn = cgutils.get_or_insert_function(builder.module, fnty, "clock_gettime")
+            ts = cgutils.alloca_once(builder, ts_type)
+            builder.call(fn, [ir.Constant(_I32, clock_id), ts])
+            zero = ir.Constant(_I32, 0)
+            sec = builder.load(builder.gep(ts, [zero, zero]))
+            nsec = builder.load(builder.gep(ts, [zero, ir.Constant(_I32, 1)]))
+            return builder.add(builder.mul(sec, ir.Constant(_I64, 1_000_000_000)), nsec)
+        return types.int64(), codegen
+    clock.__doc__ = doc
+    return intrinsic(clock)
+
+
+_monotonic_ns = _clock_intrinsic(_CLOCK_MONOTONIC, "Wall time: CLOCK_MONOTONIC in ns.")
+_thread_cpu_ns = _clock_intrinsic(_CLOCK_THREAD_CPUTIME_ID, "This thread's CPU time in ns.")
 
 
 @intrinsic
@@ -124,36 +132,50 @@ def plain_loop(addr: int, iters: int) -> None:
 
 @njit(nogil=True, cache=True)
 def counter_worker(addr: int, ready_addr: int, parties: int, iters: int, kind: int) -> tuple:
-    """Meet the others at the barrier, then update one counter; returns (start_ns, end_ns)."""
+    """Meet the others at the barrier, then update one counter.
+
+    Returns (start_ns, end_ns, cpu_ns): wall clock at both ends and the thread's CPU time between.
+    """
     _barrier(ready_addr, parties)
+    cpu = _thread_cpu_ns()
     start = _monotonic_ns()
     if kind == 0:
         atomic_loop(addr, iters)
     else:
         plain_loop(addr, iters)
-    return start, _monotonic_ns()
+    end = _monotonic_ns()
+    return start, end, _thread_cpu_ns() - cpu
 
 
 @njit(nogil=True, cache=True)
 def pingpong_worker(flag_addr: int, ready_addr: int, role: int, rounds: int) -> tuple:
     """Hand the flag's line back and forth `rounds` times: role 0 writes odd, role 1 even values."""
     _barrier(ready_addr, 2)
+    cpu = _thread_cpu_ns()
     start = _monotonic_ns()
     for i in range(rounds):
         wait_for = 2 * i + role
         while _load(flag_addr, 1) != wait_for:
             pass
         _store(flag_addr, wait_for + 1, 1)
-    return start, _monotonic_ns()
+    end = _monotonic_ns()
+    return start, end, _thread_cpu_ns() - cpu
 
 
 @dataclass(frozen=True)
 class ThreadTimes:
-    """What one parallel run returns: each thread's (start_ns, end_ns) and the counters' values."""
+    """What one parallel run returns: each thread's wall-clock start and end, its CPU time in
+    between, and the counters' final values."""
 
     starts_ns: tuple[int, ...]
     ends_ns: tuple[int, ...]
+    cpu_ns: tuple[int, ...]
     counters: tuple[int, ...]
+
+    @property
+    def preempted(self) -> bool:
+        """Whether some thread lost its CPU to other work for over 10% of its timed loop."""
+        return any(c < PREEMPTED_BELOW * (e - s) for s, e, c in zip(self.starts_ns, self.ends_ns, self.cpu_ns))
 
     @property
     def span_ns(self) -> int:
@@ -173,8 +195,27 @@ def counter_offsets(threads: int, spacing_bytes: int) -> list[int]:
     return [i * spacing_bytes for i in range(threads)]
 
 
+def compile_kernels() -> None:
+    """Compile (or load from numba's cache) the workers in this thread, once, so that worker
+    threads never compile concurrently. The barriers pass at once: parties 0, and a ready word
+    already at 2 for the ping-pong."""
+    if _compiled:
+        return
+    buf = aligned_zeros(2 * PAGE_BYTES)
+    base, ready = buf.ctypes.data, buf.ctypes.data + PAGE_BYTES
+    for code in KINDS.values():
+        counter_worker(base, ready, 0, 1, code)
+    buf[PAGE_BYTES // 8] = 1
+    pingpong_worker(base, ready, 0, 0)
+    _compiled.append(True)
+
+
+_compiled: list[bool] = []
+
+
 def _run_pinned(cpus: Sequence[int], work: Callable[[int], tuple]) -> list[tuple]:
     """Run `work(i)` in one thread per CPU, thread i pinned to cpus[i]; re-raise any failure."""
+    compile_kernels()
     results: list[tuple | None] = [None] * len(cpus)
     errors: list[BaseException] = []
 
@@ -210,7 +251,7 @@ def run_counters(cpus: Sequence[int], spacing_bytes: int, iters: int, kind: str)
     code = KINDS[kind]
     times = _run_pinned(cpus, lambda i: counter_worker(base + offsets[i], ready, len(cpus), iters, code))
     counters = tuple(int(buf[o // 8]) for o in sorted(set(offsets)))
-    return ThreadTimes(tuple(t[0] for t in times), tuple(t[1] for t in times), counters)
+    return _thread_times(times, counters)
 
 
 def run_pingpong(cpu_a: int, cpu_b: int, rounds: int) -> ThreadTimes:
@@ -218,7 +259,12 @@ def run_pingpong(cpu_a: int, cpu_b: int, rounds: int) -> ThreadTimes:
     buf = aligned_zeros(2 * PAGE_BYTES)
     flag, ready = buf.ctypes.data, buf.ctypes.data + PAGE_BYTES
     times = _run_pinned([cpu_a, cpu_b], lambda i: pingpong_worker(flag, ready, i, rounds))
-    return ThreadTimes(tuple(t[0] for t in times), tuple(t[1] for t in times), (int(buf[0]),))
+    return _thread_times(times, (int(buf[0]),))
+
+
+def _thread_times(times: Sequence[tuple], counters: tuple[int, ...]) -> ThreadTimes:
+    return ThreadTimes(tuple(t[0] for t in times), tuple(t[1] for t in times),
+                       tuple(t[2] for t in times), counters)
 
 
 def plain_loop_touches_memory() -> tuple[bool, str]:
@@ -231,9 +277,9 @@ def plain_loop_touches_memory() -> tuple[bool, str]:
     machine = os.uname().machine
     if machine not in ("x86_64", "amd64"):
         return True, f"not checked: assembly check is x86-64 only (this is {machine})"
-    if not plain_loop.signatures:
-        plain_loop(aligned_zeros(PAGE_BYTES).ctypes.data, 1)
-    asm = next(iter(plain_loop.inspect_asm().values())).split("_ZN7cpython")[0]
+    fresh = njit(nogil=True)(plain_loop.py_func)  # cached code cannot be inspected: compile a twin
+    fresh(aligned_zeros(PAGE_BYTES).ctypes.data, 1)
+    asm = next(iter(fresh.inspect_asm().values())).split("_ZN7cpython")[0]
     rmw = re.findall(r"^\s*(?:inc|add)q\s+(?:\$1,\s*)?(\(%\w+\))", asm, re.M)
     loads = set(re.findall(r"^\s*movq\s+(\(%\w+\)),\s*%\w+", asm, re.M))
     stores = set(re.findall(r"^\s*movq\s+%\w+,\s*(\(%\w+\))", asm, re.M))
