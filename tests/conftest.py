@@ -7,6 +7,8 @@ holding its `sys/` and `proc/` (what `read_host_facts(root)` and `--fsroot` take
 
 from __future__ import annotations
 
+import shutil
+import subprocess
 import tarfile
 from pathlib import Path
 from typing import Callable
@@ -23,15 +25,26 @@ def fixture_names() -> list[str]:
 
 
 def _unpack(archive: Path, into: Path) -> Path:
-    """Unpack `archive` into `into` and return the tree root (the folder with sys/ in it)."""
+    """Unpack `archive` into `into` and return the tree root (the folder with sys/ in it).
+
+    System tar is ~10x faster than tarfile on these trees (10k small files); tarfile is the fallback.
+    """
+    tar_bin = shutil.which("tar")
+    done = tar_bin and subprocess.run([tar_bin, "-xjf", str(archive), "-C", str(into)],
+                                      capture_output=True).returncode == 0
+    if not done:
+        _unpack_with_tarfile(archive, into)
+    tops = [p for p in into.iterdir() if p.is_dir()]
+    return tops[0] if len(tops) == 1 and not (into / "sys").exists() else into
+
+
+def _unpack_with_tarfile(archive: Path, into: Path) -> None:
     with tarfile.open(archive) as tar:
         members = [m for m in tar.getmembers() if not (m.isdev() or m.name.startswith(("/", "..")))]
         if hasattr(tarfile, "data_filter"):
             tar.extractall(into, members=members, filter="fully_trusted")
         else:
             tar.extractall(into, members=members)
-    tops = [p for p in into.iterdir() if p.is_dir()]
-    return tops[0] if len(tops) == 1 and not (into / "sys").exists() else into
 
 
 @pytest.fixture(scope="session")
