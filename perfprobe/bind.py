@@ -22,39 +22,11 @@ from typing import Any, Iterable, Iterator, Mapping
 
 from perfprobe import numa_sys
 from perfprobe.config import UsageError
+from perfprobe.host.parse import format_cpulist
 
 
 class BindError(RuntimeError):
     """The binding was set but did not verify (or could not be set): the run must not go on."""
-
-
-def format_list(values: Iterable[int]) -> str:
-    """Compact "0-3,8,10-11" form of a set of ints (the kernel's cpulist style)."""
-    ordered = sorted(set(values))
-    parts: list[str] = []
-    start = prev = None
-    for value in ordered + [None]:  # type: ignore[list-item]
-        if start is not None and (value is None or value != prev + 1):
-            parts.append(str(start) if start == prev else f"{start}-{prev}")
-            start = None
-        if value is not None and start is None:
-            start = value
-        prev = value
-    return ",".join(parts)
-
-
-def parse_list(text: str) -> list[int]:
-    """The ints of a kernel list string ("0-3,8,10-11", "" or "\\n" for none); ValueError if malformed."""
-    values: set[int] = set()
-    for part in text.strip().split(","):
-        if not part:
-            continue
-        low, _, high = part.partition("-")
-        first, last = int(low), int(high) if high else int(low)
-        if first < 0 or last < first:
-            raise ValueError(f"bad range {part!r} in list {text!r}")
-        values.update(range(first, last + 1))
-    return sorted(values)
 
 
 def _nodes(host: Mapping[str, Any]) -> list[Mapping[str, Any]]:
@@ -92,8 +64,8 @@ def validate_bind_node(node: int, host: Mapping[str, Any]) -> None:
     if not entry.get("cpus"):
         raise UsageError(f"node {node} has no CPUs (memory-only){tail}")
     if not node_cpus(node, host):
-        raise UsageError(f"node {node}'s CPUs ({format_list(entry['cpus'])}) are outside this "
-                         f"process's cpuset/affinity (usable: {format_list(_usable(host))}){tail}")
+        raise UsageError(f"node {node}'s CPUs ({format_cpulist(entry['cpus'])}) are outside this "
+                         f"process's cpuset/affinity (usable: {format_cpulist(_usable(host))}){tail}")
 
 
 def _thread_ids() -> list[int]:
@@ -150,8 +122,8 @@ def verify_binding(node: int, cpus: Iterable[int]) -> dict[str, Any]:
     problems = []
     stray = [tid for tid in _thread_ids() if _affinity_or(tid, want) != want]
     if set(placement["cpus"]) != want or stray:
-        problems.append(f"CPU affinity is {format_list(placement['cpus'])} (threads off it: "
-                        f"{len(stray)}), expected {format_list(want)}")
+        problems.append(f"CPU affinity is {format_cpulist(placement['cpus'])} (threads off it: "
+                        f"{len(stray)}), expected {format_cpulist(want)}")
     if placement.get("mempolicy") != "bind" or placement.get("mems") != [node]:
         problems.append(f"memory policy is {placement.get('mempolicy')} on nodes "
                         f"{placement.get('mems')}, expected bind on [{node}]")
@@ -179,7 +151,7 @@ def bind_to_node(node: int, host: Mapping[str, Any]) -> dict[str, Any]:
     try:
         _set_all_threads(set(cpus))
     except OSError as exc:
-        raise BindError(f"cannot bind CPUs to node {node} ({format_list(cpus)}): {exc}") from exc
+        raise BindError(f"cannot bind CPUs to node {node} ({format_cpulist(cpus)}): {exc}") from exc
     try:
         numa_sys.set_mempolicy(numa_sys.MPOL_BIND, [node])
     except numa_sys.NumaUnavailable as exc:
@@ -192,6 +164,6 @@ def bind_to_node(node: int, host: Mapping[str, Any]) -> dict[str, Any]:
 
 def _mems_allowed_text() -> str:
     try:
-        return f" (this process may allocate on nodes {format_list(numa_sys.mems_allowed())})"
+        return f" (this process may allocate on nodes {format_cpulist(numa_sys.mems_allowed())})"
     except OSError:
         return ""

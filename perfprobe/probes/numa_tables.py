@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Any, Mapping
 
-from perfprobe.bind import format_list
+from perfprobe.host.parse import format_cpulist
 from perfprobe.model import Cell, Table
 from perfprobe.probes import numa_rules
 
@@ -44,7 +44,7 @@ def topology(host: Mapping[str, Any]) -> tuple[Table, ...]:
     nodes = _nodes(host)
     if not nodes:
         return ()
-    rows = tuple((n["id"], format_list(n.get("cpus") or []) or "-", _gib(n.get("memory_total_bytes")),
+    rows = tuple((n["id"], format_cpulist(n.get("cpus") or []) or "-", _gib(n.get("memory_total_bytes")),
                   _gib(n.get("memory_free_bytes")), _kind(n), _devices(n["id"], host)) for n in nodes)
     tables = [Table("NUMA topology", ("node", "CPUs", "memory GiB", "free GiB", "kind", "devices"), rows)]
     ids = [n["id"] for n in nodes]
@@ -94,9 +94,9 @@ def placement(raw: Mapping[str, Any]) -> tuple[Table, ...]:
     where = raw.get("placement")
     if not where:
         return ()
-    rows = (("CPU affinity", format_list(where.get("cpus") or [])),
+    rows = (("CPU affinity", format_cpulist(where.get("cpus") or [])),
             ("memory policy", str(where.get("mempolicy"))),
-            ("policy nodes", format_list(where.get("mems") or []) or "-"),
-            ("allowed memory nodes", format_list(where.get("mems_allowed") or []) or "-"),
+            ("policy nodes", format_cpulist(where.get("mems") or []) or "-"),
+            ("allowed memory nodes", format_cpulist(where.get("mems_allowed") or []) or "-"),
             ("--bind", "-" if raw.get("bind") is None else str(raw["bind"])))
     return (Table("This process", ("what", "now"), rows),)
