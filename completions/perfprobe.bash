@@ -12,7 +12,7 @@ _perfprobe() {
         all) opts="--json --output --quick --bind --device --require-gpu --help" ;;
         cache) opts="--json --output --quick --bind --max-size --repeats --help" ;;
         falseshare) opts="--json --output --quick --bind --max-spacing --threads --help" ;;
-        numa) opts="--json --output --quick --bind --help" ;;
+        numa) opts="--json --output --quick --bind --size --help" ;;
         pinned) opts="--json --output --quick --bind --device --require-gpu --size --help" ;;
         streams) opts="--json --output --quick --bind --device --require-gpu --size --help" ;;
         uvm) opts="--json --output --quick --bind --device --require-gpu --size --help" ;;

@@ -37,6 +37,7 @@ complete -c perfprobe -n '__fish_seen_subcommand_from numa' -l json -d 'Print th
 complete -c perfprobe -n '__fish_seen_subcommand_from numa' -l output -d 'Also write the JSON report to FILE.'
 complete -c perfprobe -n '__fish_seen_subcommand_from numa' -l quick -d 'Smaller sizes, fewer repeats (CI smoke runs).'
 complete -c perfprobe -n '__fish_seen_subcommand_from numa' -l bind -d 'Bind CPUs and memory to NUMA node NODE first.'
+complete -c perfprobe -n '__fish_seen_subcommand_from numa' -l size -d 'Working set per memory node, e.g. 256M (default: several times the largest cache).'
 complete -c perfprobe -n '__fish_seen_subcommand_from numa' -l help -d 'show help'
 complete -c perfprobe -n '__fish_seen_subcommand_from pinned' -l json -d 'Print the JSON report on stdout, nothing else.'
 complete -c perfprobe -n '__fish_seen_subcommand_from pinned' -l output -d 'Also write the JSON report to FILE.'

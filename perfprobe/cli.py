@@ -108,9 +108,12 @@ def falseshare(json_out: JsonOpt = False, output: OutputOpt = None, quick: Quick
 
 @app.command()
 def numa(json_out: JsonOpt = False, output: OutputOpt = None, quick: QuickOpt = False,
-         bind: BindOpt = None, record: RecordOpt = None, replay: ReplayOpt = None) -> None:
+         bind: BindOpt = None, record: RecordOpt = None, replay: ReplayOpt = None,
+         size: Annotated[Optional[str], typer.Option("--size", metavar="BYTES", help=(
+             "Working set per memory node, e.g. 256M (default: several times the largest cache)."))] = None) -> None:
     """NUMA: topology, latency and bandwidth matrices, remote penalties, placement."""
     _run(["numa"], RunConfig(json=json_out, output=output, quick=quick, bind=bind,
+                             options={"size": parse_size(size, "--size", minimum=16 << 20)},
                              record=record, replay=replay))
 
 

@@ -101,7 +101,7 @@ def measure(ctx: ProbeContext) -> dict[str, Any]:
         "cpu_nodes": cpu_nodes, "mem_nodes": mem_nodes, "largest_cache_bytes": cache,
         "sampling": {"pairs_total": len(cpu_nodes) * len(mem_nodes), "pairs_measured": len(pairs),
                      "rule": rule},
-        "method": _method(plan), "pairs": [], "pages": [], "skipped": []}
+        "method": _method(plan), "pairs": [], "pages": [], "skipped": [], "notes": []}
     from perfprobe.kernels import numa_kernels
 
     numa_kernels.warm_up()
@@ -138,6 +138,9 @@ def _measure_memory_node(node: int, cpu_nodes: list[int], plan: Plan, host: Mapp
                                "reason": f"only {size >> 20} MiB may be used there (a quarter of its free memory)"})
         task.advance(len(cpu_nodes))
         return
+    if size < plan.size_bytes:
+        raw["notes"].append(f"memory node {node}: working set capped at {size >> 20} MiB (a quarter of "
+                            "its free memory, or of available memory)")
     pages, pairs = _on_placed_buffer(node, size, cpu_nodes, plan, host)
     raw["pages"].append(pages)
     raw["pairs"].extend(pairs)
@@ -235,7 +238,7 @@ def judge(raw: Mapping[str, Any], host: Mapping[str, Any]) -> Assessment:
     metrics["numa_nodes"] = Metric(len((host.get("numa") or {}).get("nodes") or []), "count")
     tables = numa_tables.topology(host) + numa_tables.matrices(raw, latency, bandwidth) + \
         numa_tables.penalties(ratios, host) + numa_tables.placement(raw)
-    facts = {k: raw[k] for k in ("placement", "method", "sampling", "pairs", "pages", "skipped", "cpu_nodes",
+    facts = {k: raw[k] for k in ("placement", "method", "sampling", "pairs", "pages", "skipped", "notes", "cpu_nodes",
                                  "mem_nodes", "bind", "reason") if k in raw}
     return Assessment(summary=_summary(raw, host, latency, ratios), metrics=metrics,
                       findings=numa_rules.findings(raw, host), tables=tables, facts=facts,

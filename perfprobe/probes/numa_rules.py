@@ -102,6 +102,11 @@ def rule_skipped_pairs(raw: Mapping[str, Any], host: Mapping[str, Any]) -> list[
             for s in raw.get("skipped", [])]
 
 
+def rule_notes(raw: Mapping[str, Any], host: Mapping[str, Any]) -> list[Finding]:
+    """What the measurement itself noted (a working set capped to fit free memory, say)."""
+    return [Finding(Verdict.PASS, note) for note in raw.get("notes", [])]
+
+
 def rule_sampled(raw: Mapping[str, Any], host: Mapping[str, Any]) -> list[Finding]:
     """Say what was sampled when the matrix was not measured in full."""
     sampling = raw.get("sampling") or {}
@@ -260,7 +265,7 @@ def rule_working_set(raw: Mapping[str, Any], host: Mapping[str, Any]) -> list[Fi
                     "give more memory or run without --quick for a larger working set")]
 
 
-RULES = (rule_single_node, rule_misplaced_pages, rule_skipped_pairs, rule_sampled, rule_slow_node,
+RULES = (rule_single_node, rule_misplaced_pages, rule_skipped_pairs, rule_notes, rule_sampled, rule_slow_node,
          rule_remote_penalty, rule_gpu_locality, rule_balancing_while_bound, rule_memory_balance,
          rule_working_set)
 

@@ -1,0 +1,160 @@
+"""numa judgement on recorded matrices (tests/data/numa_*.json): each rule fires where it should, and
+stays quiet on a healthy host. The two-socket files are synthetic shapes on a captured topology
+(their "label" says so); numa_this_host_kvm_1node.json is a real run on the CI-sized host."""
+
+from __future__ import annotations
+
+import copy
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from perfprobe.model import Verdict
+from perfprobe.probes import numa, numa_rules
+
+DATA = Path(__file__).parent / "data"
+
+
+def load(name: str) -> tuple[dict[str, Any], dict[str, Any]]:
+    recording = json.loads((DATA / f"numa_{name}.json").read_text())
+    return recording["raw"]["numa"], recording["host"]
+
+
+def warnings(raw: dict, host: dict) -> list[str]:
+    return [f.message for f in numa.judge(raw, host).findings if f.verdict is Verdict.WARN]
+
+
+def test_recordings_are_labelled():
+    for path in DATA.glob("numa_*.json"):
+        label = json.loads(path.read_text())["label"]
+        assert label.startswith(("SYNTHETIC", "REAL")), path.name
+
+
+def test_healthy_two_socket_passes_with_full_matrix_and_ratio():
+    raw, host = load("two_socket_healthy")
+    result = numa.judge(raw, host)
+    assert result.verdict is Verdict.PASS
+    assert result.metrics["latency_ns.0.1"].value == pytest.approx(139.8)
+    assert result.metrics["read_gbs.1.1"].value == pytest.approx(62.0)
+    assert result.metrics["remote_over_local_latency.max"].value == pytest.approx(141.2 / 90.1, abs=1e-3)
+    assert any("1.57x local" in f.message and "2.10x" in f.message for f in result.findings)
+    latency_table = next(t for t in result.tables if t.title.startswith("Latency"))
+    assert latency_table.heat == "row" and latency_table.rows == ((0, 89.4, 139.8), (1, 141.2, 90.1))
+
+
+def test_slow_node_is_named_for_latency_and_bandwidth():
+    raw, host = load("two_socket_slow_node")
+    found = warnings(raw, host)
+    assert len(found) == 2
+    assert found[0].startswith("node 1: local latency 122 ns is 1.36x")
+    assert found[1].startswith("node 1: local read bandwidth 33.1 GB/s is 54%")
+
+
+def test_gpu_on_the_far_node_says_bind_near_it():
+    raw, host = load("two_socket_gpu_far")
+    result = numa.judge(raw, host)
+    (warning,) = [f for f in result.findings if f.verdict is Verdict.WARN]
+    assert "hangs off node 1" in warning.message and "runs on node(s) 0" in warning.message
+    assert "--bind 1" in warning.advice
+    assert set(result.metrics) >= {"latency_ns.0.0", "latency_ns.0.1"} and "latency_ns.1.0" not in result.metrics
+
+
+def test_gpu_on_a_node_the_process_spans_is_advice_not_a_warning():
+    raw, host = load("two_socket_gpu_far")
+    raw = dict(raw, bind=None, placement={"cpus": host["cpus"]["usable"], "mempolicy": "default", "mems": []})
+    findings = numa.judge(raw, host).findings
+    assert not warnings(raw, host)
+    assert any("GPU 0" in f.message and f.verdict is Verdict.PASS for f in findings)
+
+
+def test_remote_penalty_far_above_the_distance_table_warns():
+    raw, host = load("two_socket_healthy")
+    raw = copy.deepcopy(raw)
+    raw["pairs"][1]["latency_ns"]["median"] = 89.4 * 2.9  # node 0 -> node 1 at 2.9x, SLIT says 2.1x
+    (warning,) = warnings(raw, host)
+    assert "CPU node 0 -> memory node 1" in warning and "2.90x local" in warning and "implies 2.10x" in warning
+
+
+def test_wrong_slit_that_calls_remote_local_warns():
+    raw, host = load("two_socket_healthy")
+    host = copy.deepcopy(host)
+    host["numa"]["distances"] = [[10, 10], [10, 10]]  # the buggynuma shape
+    found = warnings(raw, host)
+    assert len(found) == 2 and all("treats it as local" in w for w in found)
+
+
+def test_emulated_numa_is_said_not_warned():
+    raw, host = load("two_socket_healthy")
+    raw = copy.deepcopy(raw)
+    for pair in raw["pairs"]:
+        pair["latency_ns"]["median"] = 100.0 + pair["cpu_node"]
+    result = numa.judge(raw, host)
+    assert result.verdict is Verdict.PASS
+    assert any("emulated NUMA" in f.message for f in result.findings)
+
+
+def test_pages_found_elsewhere_are_a_finding_not_a_figure():
+    raw, host = load("two_socket_healthy")
+    raw = copy.deepcopy(raw)
+    raw["pages"][1].update(on_node=12000, elsewhere={"0": 4384})
+    result = numa.judge(raw, host)
+    (warning,) = [f for f in result.findings if f.verdict is Verdict.WARN]
+    assert warning.message.startswith("memory node 1: only 12000 of 16384 checked pages were on it (node 0: 4384")
+    assert not any(k.endswith(".1") for k in result.metrics if k.startswith(("latency_ns", "read_gbs")))
+    assert next(t for t in result.tables if t.title.startswith("Latency")).rows[0][2] == "pages off-node"
+
+
+def test_numa_balancing_on_while_bound_warns_and_not_when_unbound():
+    raw, host = load("two_socket_gpu_far")
+    host = copy.deepcopy(host)
+    host["numa"]["balancing"] = 1
+    assert any("numa_balancing is on" in w for w in warnings(raw, host))
+    healthy_raw, healthy_host = load("two_socket_healthy")
+    healthy_host = dict(healthy_host, numa=dict(healthy_host["numa"], balancing=1))
+    assert not warnings(healthy_raw, healthy_host)
+
+
+def test_memory_unbalanced_installed_and_free():
+    raw, host = load("two_socket_healthy")
+    host = copy.deepcopy(host)
+    node0, node1 = host["numa"]["nodes"]
+    node1["memory_total_bytes"] = node0["memory_total_bytes"] // 2
+    node1["memory_free_bytes"] = node1["memory_total_bytes"] * 3 // 5
+    node0["memory_free_bytes"] = node0["memory_total_bytes"] // 20
+    found = warnings(raw, host)
+    assert any(w.startswith("node 1 has") and "of memory" in w for w in found)
+    assert any(w.startswith("node 0 has 5% of its memory free, node 1 60%") for w in found)
+
+
+def test_skipped_and_sampled_pairs_are_said():
+    raw, host = load("two_socket_healthy")
+    raw = dict(raw, skipped=[{"mem_node": 1, "cpu_nodes": [0, 1], "reason": "only 8 MiB may be used there"}],
+               sampling={"pairs_total": 64, "pairs_measured": 24, "rule": "every local pair and one more"})
+    messages = [f.message for f in numa.judge(raw, host).findings]
+    assert "not measured: memory node 1: only 8 MiB may be used there" in messages
+    assert any(m.startswith("sampled 24 of 64 node pairs") for m in messages)
+
+
+def test_real_single_node_run_passes_with_nothing_to_place():
+    raw, host = load("this_host_kvm_1node")
+    result = numa.judge(raw, host)
+    assert result.verdict is Verdict.PASS
+    assert result.findings[0].message.startswith("single NUMA node: nothing to place")
+    assert result.metrics["latency_ns.0.0"].unit == "ns" and result.metrics["latency_ns.0.0"].value > 0
+    assert result.metrics["read_gbs.0.0"].value > 0
+    assert result.metrics["remote_over_local_latency.max"].value is None
+    assert raw["pages"][0]["on_node"] == raw["pages"][0]["checked"] > 0
+
+
+def test_topology_only_result_when_not_measured():
+    _raw, host = load("two_socket_healthy")
+    result = numa.judge({"measured": False, "reason": "a captured tree (--fsroot) shows topology only"}, host)
+    assert result.verdict is Verdict.PASS and "not measured" in result.summary
+    assert [t.title for t in result.tables] == ["NUMA topology", "Distance table (firmware SLIT)"]
+
+
+def test_every_rule_returns_a_list_on_empty_input():
+    for rule in numa_rules.RULES:
+        assert isinstance(rule({}, {}), list)
