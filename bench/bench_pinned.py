@@ -1,0 +1,112 @@
+"""Side by side: `perfprobe pinned` against a native CUDA C reference (bench/pinned_ref.cu).
+
+Builds the reference with nvcc on this host, runs it, runs `perfprobe pinned` (recording its raw
+numbers), runs the reference again, and compares pinned H2D and D2H bandwidth per size. Target:
+perfprobe within 5% of the reference (the mean of its two runs) at 256 MiB and up.
+No GPU or no nvcc: prints "skipped: ..." and exits 0. Target missed: exits 1.
+
+    python bench/bench_pinned.py [--max-size BYTES] [--out DIR]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+SOURCE = ROOT / "bench" / "pinned_ref.cu"
+BINARY = ROOT / "bench" / "build" / "pinned_ref"
+JUDGED_FROM = 256 << 20
+TOLERANCE = 0.05
+
+
+def skip_reason() -> str | None:
+    """Why this host cannot run the benchmark, or None."""
+    if not (shutil.which("nvcc") or Path("/usr/local/cuda/bin/nvcc").exists()):
+        return "no nvcc"
+    sys.path.insert(0, str(ROOT))
+    from perfprobe.gpu import load_cupy
+    from perfprobe.probe import GpuUnavailable
+
+    try:
+        load_cupy()
+    except GpuUnavailable as exc:
+        return f"no GPU ({exc.reason})"
+    return None
+
+
+def build() -> None:
+    nvcc = shutil.which("nvcc") or "/usr/local/cuda/bin/nvcc"
+    BINARY.parent.mkdir(parents=True, exist_ok=True)
+    subprocess.run([nvcc, "-O2", "-o", str(BINARY), str(SOURCE)], check=True)
+
+
+def run_reference(max_size: int) -> dict[int, dict[str, float]]:
+    out = subprocess.run([str(BINARY), str(max_size)], check=True, capture_output=True, text=True).stdout
+    rows = [json.loads(line) for line in out.splitlines() if line.startswith("{")]
+    return {r["size_bytes"]: r for r in rows}
+
+
+def run_perfprobe(max_size: int, record: Path) -> dict:
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])))
+    cmd = [sys.executable, "-m", "perfprobe", "pinned", "--size", str(max_size), "--record", str(record), "--json"]
+    done = subprocess.run(cmd, env=env, capture_output=True, text=True, cwd=ROOT)
+    if done.returncode not in (0, 1):
+        raise SystemExit(f"perfprobe pinned failed (exit {done.returncode}): {done.stderr.strip()[-2000:]}")
+    raws = json.loads(record.read_text())["raw"]
+    key = next(k for k in raws if k.startswith("pinned"))
+    return raws[key]
+
+
+def compare(ref_runs: list[dict[int, dict[str, float]]], raw: dict) -> tuple[list[str], bool]:
+    """Table lines and whether every judged size met the target."""
+    lines = [f"{'size':>9} | {'ref H2D':>8} | {'perfprobe':>9} | {'ratio':>6} | {'ref D2H':>8} | "
+             f"{'perfprobe':>9} | {'ratio':>6} | judged", "-" * 86]
+    ok = True
+    for i, size in enumerate(raw["sizes_bytes"]):
+        refs = [r[size] for r in ref_runs if size in r]
+        if not refs:
+            continue
+        cells, judged = [], size >= JUDGED_FROM
+        for direction in ("h2d", "d2h"):
+            ref = sum(r[f"{direction}_gbs"] for r in refs) / len(refs)
+            ours = raw["pinned"][direction][i]["gbs"]["median"]
+            ratio = ours / ref
+            ok &= not judged or abs(ratio - 1) <= TOLERANCE
+            cells += [f"{ref:8.2f}", f"{ours:9.2f}", f"{ratio:6.3f}"]
+        verdict = ("ok" if all(abs(float(c) - 1) <= TOLERANCE for c in cells[2::3]) else "MISS") if judged else "-"
+        lines.append(f"{size >> 10:>7}Ki | " + " | ".join(cells) + f" | {verdict}")
+    return lines, ok
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--max-size", type=int, default=1 << 30)
+    parser.add_argument("--out", type=Path, default=None, help="folder for the raw outputs")
+    args = parser.parse_args()
+    reason = skip_reason()
+    if reason:
+        print(f"skipped: no GPU/nvcc ({reason})")
+        return 0
+    build()
+    out = args.out or Path(tempfile.mkdtemp(prefix="bench_pinned_"))
+    out.mkdir(parents=True, exist_ok=True)
+    first = run_reference(args.max_size)
+    raw = run_perfprobe(args.max_size, out / "pinned_record.json")
+    second = run_reference(args.max_size)
+    (out / "pinned_ref.json").write_text(json.dumps({"first": first, "second": second}, indent=1))
+    lines, ok = compare([first, second], raw)
+    target = f"target: perfprobe within {TOLERANCE:.0%} of the reference at >= {JUDGED_FROM >> 20} MiB"
+    print("\n".join([f"pinned bandwidth, GB/s (reference: mean of 2 runs of bench/pinned_ref.cu)", *lines,
+                     target + (": met" if ok else ": MISSED")]))
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,151 @@
+"""`perfprobe pinned`: host-GPU copies from pageable and pinned memory, measured against the link.
+
+measure() sweeps copy sizes (64 KiB up to --max-size) in both directions from a plain numpy buffer
+and from a cudaHostAlloc buffer, both directions at once from pinned memory, the host time of each
+enqueue call, the cost of page-locking, the PCIe link (idle and under load) and where the buffers'
+pages live. judge() is perfprobe.probes.pinned_rules.judge (pure, tested on recorded numbers).
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from perfprobe.config import UsageError
+from perfprobe.probe import Probe, ProbeContext, ProbeSkipped
+from perfprobe.probes.pinned_rules import judge
+
+MIN_SIZE = 64 << 10
+DEFAULT_MAX = 1 << 30
+QUICK_MAX = 256 << 20
+LARGE = 64 << 20  # copies of this size and up use fewer repeats (each already takes milliseconds)
+
+
+def sweep_sizes(top: int, quick: bool) -> list[int]:
+    """64 KiB, then x4 (x16 with --quick) up to `top`, and `top` itself as the last size."""
+    factor = 16 if quick else 4
+    sizes, size = [], MIN_SIZE
+    while size <= top:
+        sizes.append(size)
+        size *= factor
+    if sizes and sizes[-1] != top:
+        sizes.append(top)
+    return sizes
+
+
+def plan_top(requested: int, quick: bool, device_budget: int, host_budget: int) -> tuple[int, str | None]:
+    """The largest copy size: the request, capped by --quick and the memory budgets.
+
+    Device: two buffers of `top`; host: one pageable and two pinned buffers plus one transient
+    pinned allocation for the pinning cost. Returns (top, what capped it or None).
+    """
+    top, capped = (min(requested, QUICK_MAX), None) if quick else (requested, None)
+    for limit, name in ((device_budget // 2, "half the device's free memory"),
+                        (host_budget // 4, "a quarter of the host's available memory")):
+        if limit < top:
+            top, capped = limit, name
+    top = top // 4096 * 4096
+    return top, capped
+
+
+def repeats_for(size: int, quick: bool) -> tuple[int, int]:
+    """(warm-up, timed repeats) for copies of `size` bytes."""
+    if quick:
+        return 1, (5 if size >= LARGE else 10)
+    return 2, (7 if size >= LARGE else 20)
+
+
+def _requested(ctx: ProbeContext) -> int:
+    value = ctx.config.option("max_size", ctx.config.option("size", DEFAULT_MAX))
+    if not isinstance(value, int) or value < MIN_SIZE:
+        raise UsageError(f"--max-size {value!r}: must be at least 64K")
+    return value
+
+
+def measure(ctx: ProbeContext) -> dict[str, Any]:
+    from perfprobe import gpu
+
+    cupy = gpu.load_cupy()
+    device = ctx.device or 0
+    with cupy.cuda.Device(device):
+        requested = _requested(ctx)
+        top, capped = plan_top(requested, ctx.quick, gpu.device_memory_budget(cupy),
+                               gpu.host_memory_budget(ctx.host))
+        if top < MIN_SIZE:
+            raise ProbeSkipped("too little free memory for a 64 KiB copy",
+                               "free device or host memory and run again")
+        raw = _measure_device(cupy, device, top, ctx)
+    raw["budget"] = {"requested_bytes": requested, "top_bytes": top, "capped_by": capped}
+    return raw
+
+
+def _measure_device(cupy: Any, device: int, top: int, ctx: ProbeContext) -> dict[str, Any]:
+    from perfprobe import gpu
+    from perfprobe.kernels import gpu_state, transfer_kernels as tk
+
+    bus_id = cupy.cuda.runtime.deviceGetPCIBusId(device)
+    nvml = gpu_state.Nvml(bus_id)
+    buffers = tk.HostBuffers(cupy)
+    try:
+        raw: dict[str, Any] = {"device": {"index": device, "pci_bus_id": bus_id,
+                                          **gpu.device_properties(cupy, device),
+                                          "driver_version": nvml.driver_version(),
+                                          "nvml_error": nvml.error},
+                               "quick": ctx.quick, "bind": ctx.config.bind}
+        raw["state_before"] = nvml.state()
+        raw["sysfs_link"] = gpu_state.sysfs_link(bus_id)
+        raw.update(_sweep_and_load(cupy, tk, gpu_state, nvml, buffers, bus_id, top, ctx))
+        raw["state_after"] = nvml.state()
+        return raw
+    finally:
+        buffers.close()
+        nvml.close()
+
+
+def _sweep_and_load(cupy: Any, tk: Any, gpu_state: Any, nvml: Any, buffers: Any, bus_id: str,
+                    top: int, ctx: ProbeContext) -> dict[str, Any]:
+    import numpy as np
+
+    d_a, d_b = cupy.empty(top, dtype=cupy.uint8), cupy.empty(top, dtype=cupy.uint8)
+    d_a.fill(0x3C)
+    d_b.fill(0xC3)
+    pageable = np.empty(top, dtype=np.uint8)
+    pageable.fill(0x5A)  # touch every page before timing
+    pin_a, view_a = buffers.pinned(top)
+    pin_b, view_b = buffers.pinned(top)
+    view_a.fill(0xA5)
+    view_b.fill(0x96)
+    cupy.cuda.Device().synchronize()
+    sizes = sweep_sizes(top, ctx.quick)
+    out: dict[str, Any] = {"sizes_bytes": sizes,
+                           "pageable": {"h2d": [], "d2h": []},
+                           "pinned": {"h2d": [], "d2h": [], "bidir": []}}
+    host_pageable = tk.host_pointer(pageable)
+    with ctx.progress("pinned: copy sweep", len(sizes)) as task:
+        for size in sizes:
+            warm, reps = repeats_for(size, ctx.quick)
+            for name, src_host in (("pageable", host_pageable), ("pinned", pin_a)):
+                out[name]["h2d"].append(tk.copy_series(cupy, d_a.data.ptr, src_host, size, tk.H2D, warm, reps))
+                dst_host = host_pageable if name == "pageable" else pin_b
+                out[name]["d2h"].append(tk.copy_series(cupy, dst_host, d_b.data.ptr, size, tk.D2H, warm, reps))
+            out["pinned"]["bidir"].append(
+                tk.bidirectional(cupy, pin_a, d_a.data.ptr, d_b.data.ptr, pin_b, size, warm, reps))
+            task.advance()
+    expected = out["pinned"]["h2d"][-1]["gbs"]["median"]
+    stream, count = tk.enqueue_load(cupy, d_a.data.ptr, pin_a, top, 0.05, expected)
+    time.sleep(0.01)
+    out["state_under_load"] = nvml.state()
+    out["sysfs_link_under_load"] = gpu_state.sysfs_link(bus_id)
+    out["load_copies"] = count
+    stream.synchronize()
+    cost_bytes = min(top, QUICK_MAX) if ctx.quick else top
+    out["pinning_cost"] = tk.pinning_cost(cupy, pageable[:cost_bytes], 2 if ctx.quick else 3)
+    out["numa"] = {"gpu_node": gpu_state.sysfs_link(bus_id)["numa_node"],
+                   "pinned_pages": tk.page_nodes(view_a),
+                   "pageable_pages": tk.page_nodes(pageable)}
+    del d_a, d_b, view_a, view_b
+    return out
+
+
+PROBE = Probe(name="pinned", title="Host-GPU copies: pageable vs pinned, against the PCIe link",
+              measure=measure, judge=judge, needs_gpu=True)

@@ -1,0 +1,197 @@
+"""`perfprobe streams`: copy/compute overlap of an H2D -> kernel -> D2H pipeline across CUDA streams.
+
+measure() times each stage alone (H2D, the calibrated kernel, D2H, both copies at once), the serial
+pipeline, then N chunks round-robin over K streams; every configuration's output is checked (the
+serial one against the closed-form host reference, the others bit for bit against it). It also
+times what breaks overlap (pageable host buffers, one kernel on the legacy default stream) and how
+much host work hides behind GPU work. judge() is perfprobe.probes.streams_rules.judge.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+import numpy as np
+
+from perfprobe.config import UsageError
+from perfprobe.probe import Probe, ProbeContext, ProbeSkipped
+from perfprobe.probes.streams_rules import judge
+
+DEFAULT_SIZE, QUICK_SIZE, MIN_SIZE = 1 << 30, 256 << 20, 4 << 20
+CHUNKS, STREAMS = (2, 4, 8, 16, 32, 64), (1, 2, 4, 8)
+QUICK_CHUNKS, QUICK_STREAMS = (4, 16, 32), (1, 2, 4)
+
+
+def configurations(quick: bool) -> list[tuple[int, int]]:
+    """(chunks, streams) pairs to time; never more streams than chunks."""
+    chunks, streams = (QUICK_CHUNKS, QUICK_STREAMS) if quick else (CHUNKS, STREAMS)
+    return [(n, k) for n in chunks for k in streams if k <= n]
+
+
+def plan_size(requested: int, device_budget: int, host_budget: int) -> tuple[int, str | None]:
+    """Buffer bytes: the request capped so that 2 device buffers and 5 host buffers fit the budgets."""
+    size, capped = requested, None
+    for limit, name in ((device_budget // 2, "half the device's free memory"),
+                        (host_budget // 5, "a quarter of the host's available memory")):
+        if limit < size:
+            size, capped = limit, name
+    return size // (1 << 20) * (1 << 20), capped
+
+
+def _requested(ctx: ProbeContext) -> int:
+    value = ctx.config.option("size", QUICK_SIZE if ctx.quick else DEFAULT_SIZE)
+    if not isinstance(value, int) or value < MIN_SIZE:
+        raise UsageError(f"--size {value!r}: must be at least 4M")
+    return value
+
+
+def measure(ctx: ProbeContext) -> dict[str, Any]:
+    from perfprobe import gpu
+
+    cupy = gpu.load_cupy()
+    device = ctx.device or 0
+    with cupy.cuda.Device(device):
+        requested = _requested(ctx)
+        size, capped = plan_size(requested, gpu.device_memory_budget(cupy), gpu.host_memory_budget(ctx.host))
+        if size < MIN_SIZE:
+            raise ProbeSkipped("too little free memory for a 4 MiB pipeline", "free device or host memory")
+        raw = _measure_device(cupy, device, size, ctx)
+    raw["budget"] = {"requested_bytes": requested, "size_bytes": size, "capped_by": capped}
+    return raw
+
+
+def _measure_device(cupy: Any, device: int, size: int, ctx: ProbeContext) -> dict[str, Any]:
+    from perfprobe import gpu
+    from perfprobe.kernels import streams_kernels as sk, transfer_kernels as tk
+
+    props = gpu.device_properties(cupy, device)
+    elements = size // 4
+    buffers = tk.HostBuffers(cupy)
+    dev = sk.Device.create(cupy, elements, max(STREAMS), props["multiprocessors"])
+    try:
+        raw: dict[str, Any] = {"device": {"index": device, **props,
+                                          "pci_bus_id": cupy.cuda.runtime.deviceGetPCIBusId(device)},
+                               "size_bytes": size, "elements": elements, "quick": ctx.quick}
+        host = _host_buffers(buffers, elements)
+        raw.update(_stages(sk, dev, host, elements))
+        raw.update(_pipelines(sk, dev, host, elements, raw["iters"], ctx))
+        raw["host_overlap"] = _host_overlap(sk, dev, elements, raw["iters"])
+        return raw
+    finally:
+        dev.close()
+        buffers.close()
+
+
+def _host_buffers(buffers: Any, elements: int) -> dict[str, Any]:
+    """Pinned input/output, pageable input/output and the serial result, input drawn at random."""
+    pin_in_ptr, pin_in = buffers.pinned(elements * 4)
+    pin_out_ptr, pin_out = buffers.pinned(elements * 4)
+    x = pin_in.view(np.float32)
+    rng = np.random.default_rng()
+    block = 1 << 24
+    for lo in range(0, elements, block):
+        x[lo:lo + block] = rng.random(min(block, elements - lo), dtype=np.float32) * np.float32(2)
+    return {"pin_in": pin_in_ptr, "pin_out": pin_out_ptr, "x": x, "out": pin_out.view(np.float32),
+            "page_in": x.copy(), "page_out": np.empty(elements, dtype=np.float32),
+            "serial": np.empty(elements, dtype=np.float32)}
+
+
+def _stages(sk: Any, dev: Any, host: dict[str, Any], elements: int) -> dict[str, Any]:
+    """Each stage alone over the whole buffer; the kernel calibrated to one H2D copy's time."""
+    nbytes = elements * 4
+    h2d = sk.time_copy(dev, dev.d_in.data.ptr, host["pin_in"], nbytes, sk.H2D)
+    d2h = sk.time_copy(dev, host["pin_out"], dev.d_out.data.ptr, nbytes, sk.D2H)
+    both = sk.time_both_directions(dev, host["pin_in"], host["pin_out"], nbytes)
+    iters = sk.calibrate_iters(dev, elements, h2d)
+    kernel = sk.time_kernel(dev, elements, iters)
+    a, b = sk.coefficients(iters)
+    return {"iters": iters, "coefficients": {"a": a, "b": b},
+            "stage_ms": {"h2d": h2d, "kernel": kernel, "d2h": d2h, "both": both},
+            "both_gbs": 2 * nbytes / (both * 1e-3) / 1e9}
+
+
+def _pipelines(sk: Any, dev: Any, host: dict[str, Any], elements: int, iters: int,
+               ctx: ProbeContext) -> dict[str, Any]:
+    pinned = (host["pin_in"], host["pin_out"])
+    serial = _config(sk, dev, host, pinned, elements, 1, 1, iters, check=_check_reference(sk, host, iters))
+    host["serial"][:] = host["out"]
+    configs = []
+    with ctx.progress("streams: chunks x streams", len(configurations(ctx.quick))) as task:
+        for chunks, streams in configurations(ctx.quick):
+            configs.append(_config(sk, dev, host, pinned, elements, chunks, streams, iters,
+                                   check=_check_same(host, "out")))
+            task.advance()
+    ok = [c for c in configs if c["verified"]] or configs
+    best = min(ok, key=lambda c: c["ms"]["median"])
+    n, k = best["chunks"], best["streams"]
+    pageable = (int(host["page_in"].ctypes.data), int(host["page_out"].ctypes.data))
+    breakers = {
+        "pageable": _config(sk, dev, host, pageable, elements, n, k, iters, check=_check_same(host, "page_out"),
+                            out_key="page_out", repeats=2),
+        "legacy_default_stream": _config(sk, dev, host, pinned, elements, n, k, iters,
+                                         check=_check_same(host, "out"), legacy=n // 2),
+    }
+    return {"serial": serial, "configs": configs, "breakers": breakers}
+
+
+def _config(sk: Any, dev: Any, host: dict[str, Any], ptrs: tuple[int, int], elements: int, chunks: int,
+            streams: int, iters: int, check: Callable[[], dict[str, Any]], out_key: str = "out",
+            repeats: int = 3, legacy: int | None = None) -> dict[str, Any]:
+    """Poison the outputs, run once and check the result, then time `repeats` passes."""
+    from perfprobe.stats import summarize
+
+    host[out_key].fill(np.nan)
+    dev.d_out.fill(np.nan)
+    dev.cupy.cuda.Device().synchronize()
+    _ms, enqueue_ms = sk.run_pipeline(dev, ptrs[0], ptrs[1], elements, chunks, streams, iters, 0.05, legacy)
+    verdict = check()
+    gate_s = min(0.25, enqueue_ms * 1.5e-3 + 0.002)
+    runs = [sk.run_pipeline(dev, ptrs[0], ptrs[1], elements, chunks, streams, iters, gate_s, legacy)
+            for _ in range(repeats)]
+    return {"chunks": chunks, "streams": streams, "ms": summarize([r[0] for r in runs]),
+            "enqueue_ms": summarize([r[1] for r in runs]), "gate_ms": gate_s * 1e3, **verdict}
+
+
+def _check_reference(sk: Any, host: dict[str, Any], iters: int) -> Callable[[], dict[str, Any]]:
+    """Check the output against the closed-form reference, block by block; NaN (unwritten) fails."""
+    def check() -> dict[str, Any]:
+        tol, bad, worst = sk.tolerance(iters), 0, 0.0
+        x, out, block = host["x"], host["out"], 1 << 24
+        for lo in range(0, x.size, block):
+            err = np.abs(out[lo:lo + block] - sk.reference(x[lo:lo + block], iters))
+            bad += int(np.count_nonzero(~(err <= tol)))
+            worst = max(worst, float(np.nanmax(err)) if np.isfinite(err).any() else float("inf"))
+        return {"verified": bad == 0, "mismatches": bad, "max_abs_error": worst, "tolerance": tol}
+    return check
+
+
+def _check_same(host: dict[str, Any], key: str) -> Callable[[], dict[str, Any]]:
+    """Bit-for-bit against the serial run's (reference-checked) output."""
+    def check() -> dict[str, Any]:
+        same = np.array_equal(host[key].view(np.uint32), host["serial"].view(np.uint32))
+        bad = 0 if same else int(np.count_nonzero(host[key].view(np.uint32) != host["serial"].view(np.uint32)))
+        return {"verified": same, "mismatches": bad}
+    return check
+
+
+def _host_overlap(sk: Any, dev: Any, elements: int, iters: int) -> dict[str, Any]:
+    """Host work sized to about the kernel's time, done after the GPU work (sync) or during it."""
+    import time
+
+    scratch = np.random.default_rng().random(1 << 21)
+    target = np.empty_like(scratch)
+    t0 = time.perf_counter()
+    np.sqrt(scratch, out=target)
+    one_ms = max((time.perf_counter() - t0) * 1e3, 1e-3)
+    gpu_ms = sk.time_kernel(dev, elements, iters, repeats=1)
+    reps = max(1, min(10_000, round(gpu_ms / one_ms)))
+
+    def host_work() -> None:
+        for _ in range(reps):
+            np.sqrt(scratch, out=target)
+
+    return {**sk.host_overlap(dev, elements, iters, host_work), "host_work_repeats": reps}
+
+
+PROBE = Probe(name="streams", title="Copy/compute overlap across CUDA streams",
+              measure=measure, judge=judge, needs_gpu=True)
