@@ -278,7 +278,8 @@ def plain_loop_touches_memory() -> tuple[bool, str]:
     if machine not in ("x86_64", "amd64"):
         return True, f"not checked: assembly check is x86-64 only (this is {machine})"
     fresh = njit(nogil=True)(plain_loop.py_func)  # cached code cannot be inspected: compile a twin
-    fresh(aligned_zeros(PAGE_BYTES).ctypes.data, 1)
+    scratch = aligned_zeros(PAGE_BYTES)  # kept alive while the kernel writes to it
+    fresh(scratch.ctypes.data, 1)
     asm = next(iter(fresh.inspect_asm().values())).split("_ZN7cpython")[0]
     rmw = re.findall(r"^\s*(?:inc|add)q\s+(?:\$1,\s*)?(\(%\w+\))", asm, re.M)
     loads = set(re.findall(r"^\s*movq\s+(\(%\w+\)),\s*%\w+", asm, re.M))

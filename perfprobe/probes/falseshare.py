@@ -88,7 +88,8 @@ def thread_counts(usable: int, requested: int | None) -> list[int]:
     """T = 2 and T = all usable CPUs (or --threads), without repeating 2."""
     many = usable if requested is None else int(requested)
     if many < 2 or many > usable:
-        raise UsageError(f"--threads {many}: this process can use {usable} CPUs; give 2 to {usable}")
+        choice = "give 2" if usable == 2 else f"give 2 to {usable}"
+        raise UsageError(f"--threads {many}: this process can use {usable} CPUs; {choice}")
     return sorted({2, many})
 
 
