@@ -1,0 +1,133 @@
+"""`perfprobe cache`: the memory hierarchy of this host — latency curve, levels, bandwidth, line
+size, what the prefetcher buys, what huge pages buy.
+
+measure() plans sizes from the host facts (cache_plan), times numba kernels (cache_measure) on
+page-aligned buffers (cache_memory) and returns plain numbers; judge (cache_rules) reads levels off
+the curve (cache_curve) and says what they mean. Only measure() imports the kernels.
+"""
+
+from __future__ import annotations
+
+from types import ModuleType
+from typing import Any
+
+from perfprobe.units import format_bytes
+from perfprobe.probe import Probe, ProbeContext, ProbeSkipped
+from perfprobe.probes import cache_measure as m
+from perfprobe.probes.cache_curve import curve_sizes, read_levels
+from perfprobe.probes.cache_memory import huge_fraction, page_buffer, thp_mode
+from perfprobe.probes.cache_plan import (PAIR_BLOCK, PAIR_OFFSETS, Plan, data_caches,
+                                         level_working_sets, make_plan, reaches_dram,
+                                         usable_threads)
+from perfprobe.probes.cache_rules import judge
+
+
+def measure(ctx: ProbeContext) -> dict[str, Any]:
+    """Run every cache measurement and return the raw numbers (see docs/probes/cache.md)."""
+    from perfprobe.kernels import cache_kernels as k
+
+    threads = _set_threads(usable_threads(ctx.host))
+    plan = make_plan(ctx.host, ctx.config.options, ctx.quick, threads)
+    if plan.cap_bytes is not None and plan.cap_bytes < plan.max_bytes:
+        raise ProbeSkipped(f"only {format_bytes(plan.cap_bytes)} may be used (a quarter of available "
+                           "memory), too little to measure", "free some memory and run again")
+    timing = m.Timing(plan.run_s, plan.repeats)
+    thp = (ctx.host.get("thp") or {}).get("enabled") or thp_mode()
+    huge = thp in ("always", "madvise")
+    raw: dict[str, Any] = {"plan": _plan_dict(plan), "thp": thp, "curve_pages": "2M" if huge else "4K"}
+    with page_buffer(plan.max_bytes, huge) as buf:
+        raw["curve"] = _curve(ctx, k, buf, plan, timing)
+        raw["curve_huge_fraction"] = huge_fraction(buf)
+        raw["pattern"] = _pattern(k, buf, plan, timing)
+        raw["line"] = _line(k, buf, plan, timing)
+        buf = None
+    raw["pages"] = _pages(k, plan, timing, thp, raw["pattern"]["random_ns"] if huge else None)
+    raw["bandwidth"] = _bandwidth(ctx, k, plan, timing, raw["curve"])
+    return raw
+
+
+def _set_threads(wanted: int) -> int:
+    """Use `wanted` numba threads (at most the pool numba started with)."""
+    import numba
+
+    threads = max(1, min(wanted, numba.config.NUMBA_NUM_THREADS))
+    numba.set_num_threads(threads)
+    return threads
+
+
+def _plan_dict(plan: Plan) -> dict[str, Any]:
+    return {key: getattr(plan, key) for key in plan.__dataclass_fields__}
+
+
+def _curve(ctx: ProbeContext, k: ModuleType, buf: Any, plan: Plan, timing: m.Timing) -> dict:
+    """Random-chase latency at each working-set size, 4 KiB to the largest."""
+    sizes = curve_sizes(plan.max_bytes, plan.per_doubling, plan.line_bytes)
+    latencies = []
+    with ctx.progress("cache latency curve", len(sizes)) as task:
+        for size in sizes:
+            latencies.append(m.random_chase_ns(k, buf, size, plan.line_bytes, timing))
+            task.advance()
+    return {"sizes_bytes": sizes, "latency_ns": latencies}
+
+
+def _pattern(k: ModuleType, buf: Any, plan: Plan, timing: m.Timing) -> dict[str, Any]:
+    """Random then sequential chase over the largest working set (the random cycle is still
+    linked from the curve's last point)."""
+    random_ns = m.time_chase(k, buf, timing, warm_steps=1 << 16)
+    sequential = m.sequential_chase_ns(k, buf, plan.max_bytes, plan.line_bytes, timing)
+    return {"size_bytes": plan.max_bytes, "random_ns": random_ns, "sequential_ns": sequential}
+
+
+def _line(k: ModuleType, buf: Any, plan: Plan, timing: m.Timing) -> dict[str, Any]:
+    """Cost of a second load at growing offsets within random blocks: in a working set that
+    misses L1 only (the line, unblurred by prefetch) and over the largest one (DRAM)."""
+    cached_blocks = max(64, 4 * plan.l1_bytes // (2 * plan.line_bytes))
+    dram_blocks = plan.max_bytes // PAIR_BLOCK
+    offsets = list(PAIR_OFFSETS)
+    return {"block_bytes": PAIR_BLOCK, "offsets_bytes": offsets,
+            "cached_blocks": cached_blocks, "dram_blocks": dram_blocks,
+            "cached_ns": m.pair_costs(k, buf, cached_blocks, PAIR_BLOCK, offsets, timing),
+            "dram_ns": m.pair_costs(k, buf, dram_blocks, PAIR_BLOCK, offsets, timing)}
+
+
+def _pages(k: ModuleType, plan: Plan, timing: m.Timing, thp: str | None,
+           huge_ns: dict | None) -> dict[str, Any]:
+    """Random latency over the largest working set in 4 KiB pages, beside the huge-page figure."""
+    if huge_ns is None:
+        return {"size_bytes": plan.max_bytes, "skipped": f"transparent huge pages are {thp or 'absent'}"}
+    with page_buffer(plan.max_bytes, huge=False) as small:
+        small_ns = m.random_chase_ns(k, small, plan.max_bytes, plan.line_bytes, timing)
+        fraction = huge_fraction(small)
+        small = None
+    return {"size_bytes": plan.max_bytes, "huge_ns": huge_ns, "small_ns": small_ns,
+            "small_huge_fraction": fraction}
+
+
+def _bandwidth(ctx: ProbeContext, k: ModuleType, plan: Plan, timing: m.Timing,
+               curve: dict) -> dict[str, Any]:
+    """Read and triad GB/s inside each measured level and in DRAM, 1 thread and all threads."""
+    ns = [p["median"] for p in curve["latency_ns"]]
+    levels = read_levels(curve["sizes_bytes"], ns, plan.min_points,
+                         reaches_dram(plan.max_bytes, plan.llc_bytes), len(data_caches(ctx.host)))
+    shared = _shared_flags(ctx, len(levels))
+    targets = level_working_sets(levels, shared, plan.threads)
+    if levels and levels[-1].name == "DRAM":
+        targets["DRAM"] = (plan.max_bytes, plan.max_bytes // plan.threads)
+    out: dict[str, Any] = {}
+    with ctx.progress("cache bandwidth", 2 * len(targets)) as task:
+        for name, (one, each) in targets.items():
+            out[name] = {"read_gbs": m.read_rates(k, one, each, plan.threads, timing)}
+            task.advance()
+            out[name]["triad_gbs"] = m.triad_rates(k, one, each, plan.threads, timing)
+            task.advance()
+    return out
+
+
+def _shared_flags(ctx: ProbeContext, count: int) -> list[bool]:
+    """Whether reported level i+1 is shared by several CPUs (private when unknown)."""
+    caches = data_caches(ctx.host)
+    flags = [len(c.get("shared_cpus") or []) > 1 for c in caches]
+    return (flags + [True] * count)[:count]
+
+
+PROBE = Probe(name="cache", title="CPU cache hierarchy", measure=measure, judge=judge)

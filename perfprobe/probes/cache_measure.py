@@ -1,0 +1,135 @@
+"""The cache probe's timing loops: each runs a compiled kernel and returns plain numbers.
+
+`kernels` is the perfprobe.kernels.cache_kernels module, passed in by `measure` (which imports it
+lazily) so nothing here imports numba. Every figure is the median of `repeats` timed runs after one
+warm-up, with its spread (perfprobe.stats.summarize); each timed run lasts about `run_s`.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from types import ModuleType
+from typing import Any, Callable
+
+import numpy as np
+
+from perfprobe.stats import summarize
+
+WORD = 8  # bytes per int64 / float64 element
+CALIBRATION_STEPS = 4096
+MIN_TIMED_BYTES = 64 << 20  # a bandwidth run moves at least this much: thread wake-up stays noise
+
+
+@dataclass(frozen=True)
+class Timing:
+    """How long and how often to time: `run_s` per timed run, `repeats` runs per figure."""
+
+    run_s: float
+    repeats: int
+
+
+def time_chase(k: ModuleType, buf: np.ndarray, timing: Timing, warm_steps: int) -> dict[str, Any]:
+    """ns per dependent load, following the cycle already linked in `buf` from word 0.
+
+    Walks `warm_steps` loads first (the working set into the caches it fits), calibrates the step
+    count so a timed run lasts about `run_s`, and continues the walk across runs (new lines each
+    time on cycles too long to walk whole).
+    """
+    position = [k.chase(buf, 0, warm_steps)]
+
+    def walk(steps: int) -> None:
+        position[0] = k.chase(buf, position[0], steps)
+
+    steps = calibrate(walk, timing.run_s, CALIBRATION_STEPS)
+    p = position[0]
+    samples = []
+    for _ in range(timing.repeats):
+        start = time.perf_counter_ns()
+        p = k.chase(buf, p, steps)
+        samples.append((time.perf_counter_ns() - start) / steps)
+    return {**summarize(samples), "steps": steps}
+
+
+def random_chase_ns(k: ModuleType, buf: np.ndarray, size: int, line: int, timing: Timing,
+                    seed: int = 1) -> dict[str, Any]:
+    """Latency of a random cyclic chase over the first `size` bytes of `buf`, one pointer a line."""
+    n_lines = size // line
+    k.build_random_cycle(buf, n_lines, line // WORD, seed)
+    return time_chase(k, buf, timing, warm_steps=min(n_lines, 1 << 20))
+
+
+def sequential_chase_ns(k: ModuleType, buf: np.ndarray, size: int, line: int,
+                        timing: Timing) -> dict[str, Any]:
+    """Latency of a chase over the same lines in address order: what the prefetcher makes of it."""
+    n_lines = size // line
+    k.build_sequential_cycle(buf, n_lines, line // WORD)
+    return time_chase(k, buf, timing, warm_steps=min(n_lines, 1 << 20))
+
+
+def pair_costs(k: ModuleType, buf: np.ndarray, n_blocks: int, block: int, offsets: list[int],
+               timing: Timing) -> list[dict[str, Any]]:
+    """ns per block for two dependent loads a block (word 0, then byte `offset`), per offset."""
+    out = []
+    for offset in offsets:
+        k.build_pair_blocks(buf, n_blocks, block // WORD, offset // WORD)
+        cost = time_chase(k, buf, timing, warm_steps=min(2 * n_blocks, 1 << 20))
+        # time_chase counts loads; a block is two of them
+        out.append({key: (v * 2 if key in ("median", "min", "max", "iqr") else v)
+                    for key, v in cost.items()})
+    return out
+
+
+def calibrate(run: Callable[[int], Any], run_s: float, start: int = 1) -> int:
+    """Repeat count for `run(count)` to last about `run_s`: grown from `start` until a run takes a
+    quarter of it, then scaled (a first run can be slow for reasons other than the work)."""
+    count = max(1, start)
+    while True:
+        began = time.perf_counter()
+        run(count)
+        took = time.perf_counter() - began
+        if took >= run_s / 4 or count >= 1 << 40:
+            return max(1, int(count * run_s / max(took, 1e-9)))
+        count *= 8
+
+
+def time_rate(run: Callable[[int], Any], bytes_per_rep: int, timing: Timing) -> dict[str, Any]:
+    """GB/s of `run(reps)` (which moves `bytes_per_rep` bytes a repeat), median of timed runs."""
+    run(1)
+    reps = calibrate(run, timing.run_s, start=max(1, MIN_TIMED_BYTES // max(bytes_per_rep, 1)))
+    samples = []
+    for _ in range(timing.repeats):
+        start = time.perf_counter()
+        run(reps)
+        samples.append(bytes_per_rep * reps / (time.perf_counter() - start) / 1e9)
+    return {**summarize(samples), "reps": reps}
+
+
+def read_rates(k: ModuleType, one_bytes: int, each_bytes: int, threads: int,
+               timing: Timing) -> dict[str, Any]:
+    """Read bandwidth (GB/s): one thread over `one_bytes`, then `threads` threads each over its own
+    `each_bytes` share. Arrays are first touched by the threads that read them."""
+    one_n, each_n = max(one_bytes // WORD, 64), max(each_bytes // WORD, 64)
+    a = np.empty(max(one_n, each_n * threads))
+    k.fill_parallel(a, 1.0, threads)
+    one = time_rate(lambda reps: k.read_sum(a[:one_n], reps), one_n * WORD, timing)
+    total = each_n * threads
+    many = time_rate(lambda reps: k.read_sum_parallel(a[:total], threads, reps), total * WORD, timing)
+    return {"bytes_1t": one_n * WORD, "bytes_each": each_n * WORD, "1t": one, "all": many}
+
+
+def triad_rates(k: ModuleType, one_bytes: int, each_bytes: int, threads: int,
+                timing: Timing) -> dict[str, Any]:
+    """Triad bandwidth (GB/s, STREAM counting: 24 bytes an element) over three arrays totalling
+    `one_bytes` on one thread, then `each_bytes` per thread on `threads` threads."""
+    one_n, each_n = max(one_bytes // (3 * WORD), 64), max(each_bytes // (3 * WORD), 64)
+    n = max(one_n, each_n * threads)
+    a, b, c = (np.empty(n) for _ in range(3))
+    for arr, value in ((a, 0.0), (b, 1.0), (c, 2.0)):
+        k.fill_parallel(arr, value, threads)
+    m = each_n * threads
+    one = time_rate(lambda reps: k.triad(a[:one_n], b[:one_n], c[:one_n], 3.0, reps),
+                    3 * WORD * one_n, timing)
+    many = time_rate(lambda reps: k.triad_parallel(a[:m], b[:m], c[:m], 3.0, threads, reps),
+                     3 * WORD * m, timing)
+    return {"bytes_1t": 3 * WORD * one_n, "bytes_each": 3 * WORD * each_n, "1t": one, "all": many}
