@@ -1,0 +1,111 @@
+"""falseshare planning without kernels: thread placement, spacings, thread counts, pair sampling,
+and the skip path when fewer than 2 CPUs are usable."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from perfprobe.config import RunConfig, UsageError
+from perfprobe.probe import ProbeContext, ProbeSkipped
+from perfprobe.probes import falseshare
+from perfprobe.progress import null_progress
+
+SMT_CORES = [[0, 4], [1, 5], [2, 6], [3, 7]]
+
+
+def test_placement_fills_distinct_cores_before_siblings():
+    assert falseshare.placement_order(range(8), SMT_CORES) == [0, 1, 2, 3, 4, 5, 6, 7]
+
+
+def test_placement_skips_cpus_we_may_not_use():
+    assert falseshare.placement_order([0, 4, 5], SMT_CORES) == [0, 5, 4]
+
+
+def test_placement_keeps_cpus_missing_from_the_core_list():
+    assert falseshare.placement_order([0, 1, 9], [[0], [1]]) == [0, 1, 9]
+
+
+def test_shared_cores_names_the_sibling_groups():
+    assert falseshare.shared_cores([0, 1], SMT_CORES) == []
+    assert falseshare.shared_cores([0, 1, 2, 3, 4], SMT_CORES) == [[0, 4]]
+
+
+def test_spacings_double_from_8_to_the_widest():
+    assert falseshare.spacings(256) == [8, 16, 32, 64, 128, 256]
+    assert falseshare.spacings(1024)[-2:] == [512, 1024]
+    assert falseshare.spacings(16) == [8, 16]
+
+
+def test_thread_counts_are_two_and_all_usable():
+    assert falseshare.thread_counts(2, None) == [2]
+    assert falseshare.thread_counts(16, None) == [2, 16]
+    assert falseshare.thread_counts(16, 4) == [2, 4]
+
+
+@given(usable=st.integers(2, 512), data=st.data())
+def test_thread_counts_accept_any_count_in_range(usable, data):
+    requested = data.draw(st.integers(2, usable))
+    counts = falseshare.thread_counts(usable, requested)
+    assert counts == sorted(set(counts)) and counts[0] == 2 and counts[-1] == requested
+
+
+@pytest.mark.parametrize("requested", [1, 3, 100])
+def test_thread_counts_outside_the_usable_cpus_are_usage_errors(requested):
+    with pytest.raises(UsageError, match="--threads"):
+        falseshare.thread_counts(2, requested)
+
+
+def test_pair_cpus_takes_all_on_a_small_host():
+    assert falseshare.pair_cpus([0, 1, 2], 8) == ([0, 1, 2], False)
+
+
+@given(n=st.integers(2, 256), limit=st.integers(2, 32))
+def test_pair_cpus_samples_evenly_on_a_large_host(n, limit):
+    cpus, sampled = falseshare.pair_cpus(list(range(n)), limit)
+    assert sampled == (n > limit)
+    assert len(cpus) == min(n, limit) and set(cpus) <= set(range(n)) and cpus == sorted(cpus)
+
+
+def test_plan_covers_sweeps_true_sharing_and_one_thread():
+    cases = falseshare.plan_cases([0, 1, 2, 3], [2, 4], [8, 16, 32])
+    sweeps = [c for c in cases if c.spacing_bytes and len(c.cpus) > 1]
+    assert len(sweeps) == 2 * 2 * 3
+    assert {c.cpus for c in cases if c.spacing_bytes == 0} == {(0, 1, 2, 3)}
+    assert {(c.kind, c.cpus, c.spacing_bytes) for c in cases if len(c.cpus) == 1} == \
+        {("atomic", (0,), 32), ("plain", (0,), 32)}
+
+
+def _ctx(usable: list[int], **options) -> ProbeContext:
+    host = {"cpus": {"usable": usable, "cores": [[c] for c in usable]}, "caches": []}
+    return ProbeContext(config=RunConfig(options=options), host=host, progress=null_progress)
+
+
+def test_one_usable_cpu_is_a_skip_with_the_reason():
+    with pytest.raises(ProbeSkipped, match="needs 2 usable CPUs") as info:
+        falseshare.measure(_ctx([0]))
+    assert "taskset" in info.value.hint
+
+
+def test_usable_cpus_are_narrowed_by_our_affinity(monkeypatch):
+    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: {1})
+    assert falseshare.usable_cpus({"cpus": {"usable": [0, 1, 2]}}) == [1]
+    with pytest.raises(ProbeSkipped):
+        falseshare.measure(_ctx([0, 1, 2]))
+
+
+def test_usable_cpus_fall_back_to_affinity_without_host_facts(monkeypatch):
+    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: {0, 3})
+    assert falseshare.usable_cpus({}) == [0, 3]
+
+
+def test_too_wide_a_spacing_for_memory_is_a_usage_error(monkeypatch):
+    import perfprobe.gpu
+
+    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: {0, 1})
+    monkeypatch.setattr(perfprobe.gpu, "host_memory_budget", lambda host: 1 << 20)
+    with pytest.raises(UsageError, match="--max-spacing"):
+        falseshare.measure(_ctx([0, 1], max_spacing=1 << 20))
