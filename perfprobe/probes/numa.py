@@ -77,7 +77,20 @@ def choose_pairs(cpu_nodes: list[int], mem_nodes: list[int], host: Mapping[str, 
         for j in mem_nodes:
             by_distance.setdefault(numa_rules.distance(host, i, j) if i != j else "local", j)
         sample += [(i, j) for j in sorted(by_distance.values())]
-    return sample, "every local pair and one memory node per distinct distance from each CPU node"
+    if len(sample) <= max_pairs:
+        return sample, "every local pair and one memory node per distinct distance from each CPU node"
+    return _local_and_farthest(cpu_nodes, mem_nodes, host), \
+        "every local pair and the farthest memory node from each CPU node"
+
+
+def _local_and_farthest(cpu_nodes: list[int], mem_nodes: list[int],
+                        host: Mapping[str, Any]) -> list[tuple[int, int]]:
+    pairs = []
+    for i in cpu_nodes:
+        remote = [j for j in mem_nodes if j != i]
+        far = max(remote, key=lambda j: numa_rules.distance(host, i, j) or 0, default=None)
+        pairs += [(i, j) for j in mem_nodes if j == i or j == far]
+    return pairs
 
 
 def measure(ctx: ProbeContext) -> dict[str, Any]:
