@@ -10,7 +10,8 @@
  *
  * usage: falseshare_ref atomic|plain CPU,CPU,... ITERS SPACING...
  *        falseshare_ref pingpong CPU,CPU ROUNDS
- * prints one line per spacing: "<mode> <spacing> <ns>"
+ * prints one line per spacing: "<mode> <spacing> <ns> <cpu_ratio>", cpu_ratio being the smallest share
+ * of its timed wall time that any thread had on the CPU (under 0.9: preempted; perfprobe retries those)
  * build: cc -O2 -std=c11 -pthread -o falseshare_ref falseshare_ref.c
  */
 #define _GNU_SOURCE
@@ -34,12 +35,12 @@ struct job {
     long iters;
     char *counter;
     atomic_long *ready;
-    int64_t start_ns, end_ns;
+    int64_t start_ns, end_ns, cpu_ns;
 };
 
-static int64_t now_ns(void) {
+static int64_t clock_ns(clockid_t clock) {
     struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
+    clock_gettime(clock, &ts);
     return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
 }
 
@@ -71,23 +72,27 @@ static void pingpong(atomic_long *flag, int role, long rounds) {
 static void *worker(void *arg) {
     struct job *job = arg;
     pin_self(job->cpu);
+    long iters = job->iters;
     barrier(job->ready, job->parties);
-    job->start_ns = now_ns();
+    int64_t cpu = clock_ns(CLOCK_THREAD_CPUTIME_ID);
+    job->start_ns = clock_ns(CLOCK_MONOTONIC);
     if (job->mode == ATOMIC) {
         atomic_long *c = (atomic_long *)job->counter;
-        for (long i = 0; i < job->iters; i++) atomic_fetch_add_explicit(c, 1, memory_order_seq_cst);
+        for (long i = 0; i < iters; i++) atomic_fetch_add_explicit(c, 1, memory_order_seq_cst);
     } else if (job->mode == PLAIN) {
         volatile int64_t *c = (volatile int64_t *)job->counter;
-        for (long i = 0; i < job->iters; i++) *c = *c + 1;
+        for (long i = 0; i < iters; i++) *c = *c + 1;
     } else {
-        pingpong((atomic_long *)job->counter, job->role, job->iters);
+        pingpong((atomic_long *)job->counter, job->role, iters);
     }
-    job->end_ns = now_ns();
+    job->end_ns = clock_ns(CLOCK_MONOTONIC);
+    job->cpu_ns = clock_ns(CLOCK_THREAD_CPUTIME_ID) - cpu;
     return NULL;
 }
 
-/* One run; returns (last end - first start) in ns. */
-static int64_t run(enum mode mode, const int *cpus, int n, long iters, long spacing) {
+/* One run; returns (last end - first start) in ns, and in *cpu_ratio the smallest share of its wall
+ * time any thread spent on the CPU (below 0.9: it was preempted, as perfprobe counts it). */
+static int64_t run(enum mode mode, const int *cpus, int n, long iters, long spacing, double *cpu_ratio) {
     size_t area = ((size_t)(n - 1) * spacing + 8 + PAGE - 1) / PAGE * PAGE;
     char *buf = aligned_alloc(PAGE, area + PAGE);
     memset(buf, 0, area + PAGE);
@@ -100,10 +105,13 @@ static int64_t run(enum mode mode, const int *cpus, int n, long iters, long spac
         pthread_create(&tid[i], NULL, worker, &jobs[i]);
     }
     int64_t first = INT64_MAX, last = 0;
+    *cpu_ratio = 1.0;
     for (int i = 0; i < n; i++) {
         pthread_join(tid[i], NULL);
         if (jobs[i].start_ns < first) first = jobs[i].start_ns;
         if (jobs[i].end_ns > last) last = jobs[i].end_ns;
+        double ratio = (double)jobs[i].cpu_ns / (double)(jobs[i].end_ns - jobs[i].start_ns);
+        if (ratio < *cpu_ratio) *cpu_ratio = ratio;
     }
     free(buf);
     return last - first;
@@ -127,13 +135,16 @@ int main(int argc, char **argv) {
     int cpus[MAX_THREADS];
     int n = parse_cpus(argv[2], cpus);
     long iters = atol(argv[3]);
+    double ratio;
     if (mode == PINGPONG) {
-        printf("pingpong 0 %.3f\n", (double)run(mode, cpus, 2, iters, 0) / iters / 2.0);
+        double ns = (double)run(mode, cpus, 2, iters, 0, &ratio) / iters / 2.0;
+        printf("pingpong 0 %.3f %.3f\n", ns, ratio);
         return 0;
     }
     for (int a = 4; a < argc; a++) {
         long spacing = atol(argv[a]);
-        printf("%s %ld %.3f\n", argv[1], spacing, (double)run(mode, cpus, n, iters, spacing) / iters);
+        double ns = (double)run(mode, cpus, n, iters, spacing, &ratio) / iters;
+        printf("%s %ld %.3f %.3f\n", argv[1], spacing, ns, ratio);
     }
     return 0;
 }
