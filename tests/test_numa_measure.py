@@ -93,3 +93,27 @@ def test_bind_to_the_second_node_measures_it_against_every_memory_node():
     rows = {k.split(".")[1] for k in result["metrics"] if k.startswith("latency_ns.")}
     columns = {k.split(".")[2] for k in result["metrics"] if k.startswith("latency_ns.")}
     assert rows == {str(node)} and len(columns) >= 2
+
+
+def test_page_check_falls_back_to_get_mempolicy_then_reports_an_error(monkeypatch):
+    import ctypes
+    import mmap
+
+    region = mmap.mmap(-1, 8 * mmap.PAGESIZE)
+    region[:] = b"x" * len(region)
+    anchor = ctypes.c_char.from_buffer(region)
+    base = ctypes.addressof(anchor)
+    del anchor
+    node = numa_sys.node_of_address(base)
+
+    def missing(*_args: Any) -> None:
+        raise numa_sys.NumaUnavailable(38, "no such call here")
+
+    try:
+        monkeypatch.setattr(numa_sys, "page_nodes", missing)
+        fallback = numa.check_pages(base, len(region), node)
+        assert fallback["method"].startswith("get_mempolicy") and fallback["on_node"] == fallback["checked"] == 8
+        monkeypatch.setattr(numa_sys, "node_of_address", missing)
+        assert "error" in numa.check_pages(base, len(region), node)
+    finally:
+        region.close()

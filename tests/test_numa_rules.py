@@ -158,3 +158,15 @@ def test_topology_only_result_when_not_measured():
 def test_every_rule_returns_a_list_on_empty_input():
     for rule in numa_rules.RULES:
         assert isinstance(rule({}, {}), list)
+
+
+def test_unverifiable_placement_warns_only_on_several_nodes():
+    raw, host = load("two_socket_healthy")
+    raw = copy.deepcopy(raw)
+    raw["pages"][1] = {"node": 1, "checked": 0, "on_node": 0, "elsewhere": {}, "absent": 0,
+                       "error": "neither move_pages nor get_mempolicy can say where pages are: ENOSYS"}
+    (warning,) = warnings(raw, host)
+    assert warning.startswith("memory node 1: page placement not verified")
+    single_raw, single_host = load("this_host_kvm_1node")
+    single_raw = dict(single_raw, pages=[dict(raw["pages"][1], node=0)])
+    assert not warnings(single_raw, single_host)

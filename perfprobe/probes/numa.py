@@ -221,22 +221,31 @@ def _bandwidth(values: Any, cpus: list[int], plan: Plan) -> tuple[dict[str, floa
 
 
 def check_pages(address: int, size: int, node: int) -> dict[str, Any]:
-    """Where the buffer's pages are: up to PAGE_CHECKS pages, evenly spread, asked with move_pages."""
+    """Where the buffer's pages are: up to PAGE_CHECKS pages, evenly spread, asked with move_pages
+    (or, where that call is missing, get_mempolicy per page). Unanswerable: a record with "error"."""
     page = mmap.PAGESIZE
-    count = size // page
-    stride = max(1, count // PAGE_CHECKS)
-    status = numa_sys.page_nodes([address + k * page for k in range(0, count, stride)])
+    addresses = [address + k * page for k in range(0, size // page, max(1, size // page // PAGE_CHECKS))]
+    try:
+        status, method = numa_sys.page_nodes(addresses), "move_pages"
+    except OSError:
+        try:
+            status = [numa_sys.node_of_address(a) for a in addresses]
+            method = "get_mempolicy(MPOL_F_NODE|MPOL_F_ADDR)"
+        except OSError as exc:
+            return {"node": node, "checked": 0, "on_node": 0, "elsewhere": {}, "absent": 0,
+                    "error": f"neither move_pages nor get_mempolicy can say where pages are: {exc.strerror or exc}"}
     elsewhere: dict[str, int] = {}
     for s in status:
         if s >= 0 and s != node:
             elsewhere[str(s)] = elsewhere.get(str(s), 0) + 1
     return {"node": node, "checked": len(status), "on_node": sum(1 for s in status if s == node),
-            "elsewhere": elsewhere, "absent": sum(1 for s in status if s < 0)}
+            "elsewhere": elsewhere, "absent": sum(1 for s in status if s < 0), "method": method}
 
 
 def merge_page_checks(before: dict[str, Any], after: dict[str, Any]) -> dict[str, Any]:
     """The worse of two checks of one buffer (after faulting in, after measuring)."""
-    worse = before if before["on_node"] <= after["on_node"] else after
+    worse = next((c for c in (before, after) if "error" in c), None) or \
+        (before if before["on_node"] <= after["on_node"] else after)
     return {**worse, "checked_when": "after first touch and after measuring"}
 
 

@@ -96,6 +96,17 @@ def rule_misplaced_pages(raw: Mapping[str, Any], host: Mapping[str, Any]) -> lis
     return findings
 
 
+def rule_unverified_pages(raw: Mapping[str, Any], host: Mapping[str, Any]) -> list[Finding]:
+    """Placement that could not be checked: harmless on one node, a doubt on several."""
+    several = len((host.get("numa") or {}).get("nodes") or []) > 1
+    return [Finding(Verdict.WARN if several else Verdict.PASS,
+                    f"memory node {p['node']}: page placement not verified ({p['error']})"
+                    + ("; its figures may be for another node" if several else ""),
+                    "run on a kernel with move_pages (any Linux with CONFIG_NUMA, not a sandbox like gVisor)"
+                    if several else "")
+            for p in raw.get("pages", []) if p.get("error")]
+
+
 def rule_skipped_pairs(raw: Mapping[str, Any], host: Mapping[str, Any]) -> list[Finding]:
     """Pairs not measured, with why (too little free memory on a node, say)."""
     return [Finding(Verdict.PASS, f"not measured: memory node {s['mem_node']}: {s['reason']}")
@@ -265,9 +276,9 @@ def rule_working_set(raw: Mapping[str, Any], host: Mapping[str, Any]) -> list[Fi
                     "give more memory or run without --quick for a larger working set")]
 
 
-RULES = (rule_single_node, rule_misplaced_pages, rule_skipped_pairs, rule_notes, rule_sampled, rule_slow_node,
-         rule_remote_penalty, rule_gpu_locality, rule_balancing_while_bound, rule_memory_balance,
-         rule_working_set)
+RULES = (rule_single_node, rule_misplaced_pages, rule_unverified_pages, rule_skipped_pairs, rule_notes,
+         rule_sampled, rule_slow_node, rule_remote_penalty, rule_gpu_locality, rule_balancing_while_bound,
+         rule_memory_balance, rule_working_set)
 
 
 def findings(raw: Mapping[str, Any], host: Mapping[str, Any]) -> tuple[Finding, ...]:
