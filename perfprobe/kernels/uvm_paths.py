@@ -19,7 +19,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from perfprobe.kernels.uvm_kernels import GpuKernels, expected_sum, host_fill, host_sum, pattern
+from perfprobe.kernels.uvm_kernels import GpuKernels, expected_sum, host_fill, host_sum_parallel, pattern
 from perfprobe.kernels.uvm_memory import (ADVISE_SET_ACCESSED_BY, ADVISE_SET_PREFERRED_LOCATION, HOST,
                                           UvmApi, device_buffer, host_view, managed, mapped_pinned,
                                           wait)
@@ -177,7 +177,7 @@ def _device_read(b: Bench, dev: int) -> Step:
 
 
 def host_on_demand(b: Bench) -> dict:
-    """The way back: one host thread reads GPU-written managed memory; pages fault back."""
+    """The way back: host threads read GPU-written managed memory; pages fault back."""
     with managed(b.cupy, b.size) as ptr:
         return run_steps(_host_read(b, ptr, host_view(ptr, b.size), None), b.repeats)
 
@@ -199,7 +199,7 @@ def host_reference_reads(b: Bench) -> dict[str, dict]:
 
 
 def _host_read(b: Bench, gpu_ptr: int, view: np.ndarray, move: Callable[[], None] | None) -> Step:
-    """GPU writes `gpu_ptr`; then (optionally `move`: prefetch or copy) one host thread reads `view`."""
+    """GPU writes `gpu_ptr`; then (optionally `move`: prefetch or copy) host threads read `view`."""
     def step(salt: int) -> dict[str, float]:
         b.kernels.fill(gpu_ptr, b.size, salt)
         b.finish()
@@ -208,7 +208,7 @@ def _host_read(b: Bench, gpu_ptr: int, view: np.ndarray, move: Callable[[], None
             move()
             b.finish()
         middle = time.perf_counter()
-        got = int(host_sum(view))
+        got = int(host_sum_parallel(view))
         end = time.perf_counter()
         b.check(got, salt, "host read")
         times = {"time_s": end - start}
@@ -219,11 +219,11 @@ def _host_read(b: Bench, gpu_ptr: int, view: np.ndarray, move: Callable[[], None
 
 
 def _host_local(b: Bench, view: np.ndarray) -> Step:
-    """The ceiling: one host thread reads host memory the host just wrote."""
+    """The ceiling: host threads read host memory the host just wrote."""
     def step(salt: int) -> dict[str, float]:
         host_fill(view, salt, b.period)
         start = time.perf_counter()
-        got = int(host_sum(view))
+        got = int(host_sum_parallel(view))
         elapsed = time.perf_counter() - start
         b.check(got, salt, "host local read")
         return {"time_s": elapsed}

@@ -72,7 +72,7 @@ def measure(ctx: ProbeContext) -> dict[str, Any]:
 def _measure_on(cupy: Any, device: int, ctx: ProbeContext) -> dict[str, Any]:
     from perfprobe.gpu import device_properties, host_memory_budget
     from perfprobe.kernels import uvm_memory, uvm_paths
-    from perfprobe.kernels.uvm_kernels import GpuKernels
+    from perfprobe.kernels.uvm_kernels import GpuKernels, host_threads, usable_threads
 
     props = device_properties(cupy, device)
     attrs = uvm_memory.device_attributes(cupy, device)
@@ -85,10 +85,11 @@ def _measure_on(cupy: Any, device: int, ctx: ProbeContext) -> dict[str, Any]:
     api = uvm_memory.UvmApi(cupy, device)
     bench = uvm_paths.Bench(cupy, device, GpuKernels(cupy, props["multiprocessors"]), api, stream,
                             size, repeats, passes, timeout_s=30 + passes * size / 0.5e9)
-    with stream, ctx.progress("uvm: access paths", len(PLAN)) as task:
+    threads = usable_threads(ctx.config.option("host_threads", None))
+    with stream, host_threads(threads), ctx.progress("uvm: access paths", len(PLAN)) as task:
         paths = _run_plan(bench, attrs, task.advance)
     return {"device": {"index": device, **props}, "attributes": attrs, "size_bytes": size,
-            "size_note": note, "repeats": repeats, "passes": passes,
+            "size_note": note, "repeats": repeats, "passes": passes, "host_threads": threads,
             "api_used": dict(api.used), "api_notes": list(api.notes), "paths": paths}
 
 

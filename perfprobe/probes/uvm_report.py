@@ -9,7 +9,7 @@ from typing import Any, Mapping
 
 from perfprobe.model import Assessment, Cell, Metric, Table
 from perfprobe.probes.uvm_rules import (HOW, MEANING, PASSES, TO_GPU, TO_HOST, findings, gbs,
-                                        ratio_to_reference)
+                                        move_s, ratio_to_reference)
 
 
 def assess(raw: Mapping[str, Any], host: Mapping[str, Any]) -> Assessment:
@@ -52,14 +52,14 @@ def metrics(raw: Mapping[str, Any]) -> dict[str, Metric]:
 
 def tables(raw: Mapping[str, Any]) -> tuple[Table, ...]:
     size = _mib(raw.get("size_bytes"))
-    columns = ("path", "how", "ms (median)", "ms min–max", "GB/s", "× copy")
+    columns = ("path", "how", "ms (median)", "ms min–max", "moving ms", "GB/s", "× copy")
     return (
         Table("Unified-memory attributes", ("attribute", "value", "meaning"),
               tuple((name, value, MEANING.get(name, "")) for name, value in
                     (raw.get("attributes") or {}).items())),
         Table(f"GPU reads host-written data ({size}, same kernel on every path)", columns,
               tuple(_row(raw, path) for path in TO_GPU)),
-        Table(f"CPU reads GPU-written data ({size}, one host thread)", columns,
+        Table(f"CPU reads GPU-written data ({size}{_threads(raw)})", columns,
               tuple(_row(raw, path) for path in TO_HOST)),
         Table("Zero-copy against copy-then-read", ("passes", "zero-copy GB/s", "copy-then-read GB/s",
                                                     "zero-copy ÷ copy"), _pass_rows(raw)),
@@ -73,18 +73,18 @@ def facts(raw: Mapping[str, Any]) -> dict[str, Any]:
             "cuda_runtime_version": device.get("cuda_runtime_version"),
             "cuda_driver_version": device.get("cuda_driver_version"),
             "size_bytes": raw.get("size_bytes"), "repeats": raw.get("repeats"),
-            "passes": raw.get("passes"), "api_used": raw.get("api_used") or {},
+            "passes": raw.get("passes"), "host_threads": raw.get("host_threads"), "api_used": raw.get("api_used") or {},
             "api_notes": raw.get("api_notes") or []}
 
 
 def _row(raw: Mapping[str, Any], path: str) -> tuple[Cell, ...]:
     entry = (raw.get("paths") or {}).get(path) or {}
     if "time_s" not in entry:
-        return (path, f"skipped: {entry.get('skipped', 'not measured')}", None, None, None, None)
-    t = entry["time_s"]
-    ratio = ratio_to_reference(raw, path)
+        return (path, f"skipped: {entry.get('skipped', 'not measured')}", None, None, None, None, None)
+    t, moving = entry["time_s"], move_s(raw, path)
     return (path, HOW.get(path, ""), round(t["median"] * 1e3, 2),
-            f"{t['min'] * 1e3:.2f}–{t['max'] * 1e3:.2f}", _round(gbs(raw, path)), _round(ratio))
+            f"{t['min'] * 1e3:.2f}–{t['max'] * 1e3:.2f}", None if moving is None else round(moving * 1e3, 2),
+            _round(gbs(raw, path)), _round(ratio_to_reference(raw, path)))
 
 
 def _pass_rows(raw: Mapping[str, Any]) -> tuple[tuple[Cell, ...], ...]:
@@ -94,6 +94,11 @@ def _pass_rows(raw: Mapping[str, Any]) -> tuple[tuple[Cell, ...], ...]:
         z, c = gbs(raw, zero), gbs(raw, copy)
         rows.append((passes, _round(z), _round(c), _round(z / c) if z and c else None))
     return tuple(rows)
+
+
+def _threads(raw: Mapping[str, Any]) -> str:
+    count = raw.get("host_threads")
+    return f", {count} host thread{'s' if count != 1 else ''}" if count else ""
 
 
 def _round(value: float | None) -> float | None:

@@ -15,6 +15,9 @@ THRESHOLDS = {
     "on_demand_slowdown": 2.0,       # on-demand time ÷ prefetched time at or above this: warn
     "host_on_demand_slowdown": 2.0,  # the same for the host reading GPU-written data
     "prefetch_vs_copy": 1.5,         # prefetch + kernel ÷ explicit copy + kernel at or above: warn
+    "host_prefetch_vs_copy": 1.5,    # prefetch to host ÷ explicit device-to-host copy: warn
+    "zero_copy_match": 0.9,          # zero-copy ÷ copy-then-read GB/s at or above: "about matches"
+    "advice_gain": 1.5,              # advised ÷ plain on-demand GB/s below this: advice did not help
 }
 
 TO_GPU = ("managed_on_demand", "managed_prefetch", "managed_advise_preferred_gpu",
@@ -52,12 +55,21 @@ MEANING = {
 }
 
 
-def median_s(raw: Mapping[str, Any], path: str) -> float | None:
-    """The median time of `path`, or None when it was skipped or not recorded."""
+def median_s(raw: Mapping[str, Any], path: str, part: str = "time_s") -> float | None:
+    """The median of `path`'s end-to-end time (or of one timed `part`, e.g. "move_s"), or None
+    when the path was skipped or the part not recorded."""
     entry = (raw.get("paths") or {}).get(path) or {}
-    time_s = entry.get("time_s") or {}
-    value = time_s.get("median")
+    value = (entry.get(part) or {}).get("median")
     return float(value) if value else None
+
+
+MOVE_PARTS = ("prefetch_s", "copy_s", "move_s")
+"""The timed part of a path that moves the data (a prefetch or a copy), whichever it recorded."""
+
+
+def move_s(raw: Mapping[str, Any], path: str) -> float | None:
+    """The median time a path spent moving data (prefetch or copy), None when it has no such part."""
+    return next((t for t in (median_s(raw, path, part) for part in MOVE_PARTS) if t), None)
 
 
 def gbs(raw: Mapping[str, Any], path: str) -> float | None:
@@ -102,7 +114,7 @@ def break_even_passes(raw: Mapping[str, Any]) -> float | None:
 def findings(raw: Mapping[str, Any]) -> list[Finding]:
     """Every rule's finding, in the order of the rule table in docs/probes/uvm.md."""
     rules = (_managed_support, _on_demand, _prefetch_vs_copy, _advice, _host_on_demand,
-             _zero_copy, _pageable, _unavailable_paths, _size_note)
+             _host_prefetch_vs_copy, _zero_copy, _pageable, _unavailable_paths, _size_note)
     return [finding for rule in rules for finding in rule(raw)]
 
 
@@ -138,10 +150,18 @@ def _on_demand(raw: Mapping[str, Any]) -> list[Finding]:
         return [Finding(
             Verdict.WARN, f"GPU reads of host-written managed memory are {ratio:.1f}× slower on "
             f"demand (page faults) than after a prefetch: {figures}",
-            "call cudaMemPrefetchAsync(ptr, bytes, device, stream) before the kernel, or "
-            "cudaMemAdvise(ptr, bytes, cudaMemAdviseSetPreferredLocation, device) for data that lives "
-            "on the GPU")]
+            "call cudaMemPrefetchAsync(ptr, bytes, device, stream) before the kernel that reads "
+            "host-written managed data" + _preferred_location_also(raw))]
     return [Finding(Verdict.PASS, f"on-demand migration is within {ratio:.1f}× of a prefetch: {figures}")]
+
+
+def _preferred_location_also(raw: Mapping[str, Any]) -> str:
+    """Suggest a preferred location too, but only where it measurably helped on this host."""
+    on_demand, preferred = gbs(raw, "managed_on_demand"), gbs(raw, "managed_advise_preferred_gpu")
+    if on_demand and preferred and preferred / on_demand >= THRESHOLDS["advice_gain"]:
+        return (f", or advise cudaMemAdviseSetPreferredLocation = the GPU (it reached "
+                f"{_gb(preferred)} here)")
+    return ""
 
 
 def _prefetch_vs_copy(raw: Mapping[str, Any]) -> list[Finding]:
@@ -151,28 +171,35 @@ def _prefetch_vs_copy(raw: Mapping[str, Any]) -> list[Finding]:
     figures = (f"prefetch + kernel {_gb(gbs(raw, 'managed_prefetch'))}, pinned copy + kernel "
                f"{_gb(gbs(raw, 'explicit_copy'))}")
     if ratio >= THRESHOLDS["prefetch_vs_copy"]:
-        return [Finding(Verdict.WARN, f"a prefetch of managed memory is {ratio:.1f}× slower than an "
-                        f"explicit copy from pinned memory: {figures}",
+        return [Finding(Verdict.WARN, f"a prefetch of managed memory to the GPU is {ratio:.1f}× slower "
+                        f"than an explicit copy from pinned memory: {figures}",
                         "for bulk transfers, copy explicitly from pinned memory (cudaMallocHost + "
                         "cudaMemcpyAsync)")]
-    return [Finding(Verdict.PASS, f"prefetched managed memory costs {ratio:.2f}× an explicit pinned "
-                    f"copy: {figures}; managed memory with prefetch is a fair replacement for copies here")]
+    return [Finding(Verdict.PASS, f"prefetching managed memory to the GPU takes {ratio:.2f}× the time "
+                    f"of an explicit pinned copy: {figures}")]
 
 
 def _advice(raw: Mapping[str, Any]) -> list[Finding]:
+    """What cudaMemAdvise alone (no prefetch) did, with advice that follows from the numbers."""
+    on_demand, copy = gbs(raw, "managed_on_demand"), gbs(raw, "explicit_copy")
     preferred, accessed = gbs(raw, "managed_advise_preferred_gpu"), gbs(raw, "managed_advise_accessed_by")
-    on_demand = gbs(raw, "managed_on_demand")
-    if preferred is None and accessed is None:
+    seen, advice = [], []
+    if preferred is not None and on_demand:
+        gain = preferred / on_demand
+        seen.append(f"preferred location GPU {_gb(preferred)} ({gain:.2f}× plain on-demand)")
+        if gain < THRESHOLDS["advice_gain"]:
+            advice.append("a preferred location alone still migrates on page faults: prefetch as well")
+    if accessed is not None and copy:
+        share = accessed / copy
+        seen.append(f"preferred location host + accessed-by GPU (read in place over the link) "
+                    f"{_gb(accessed)} ({share:.2f}× an explicit copy)")
+        if share >= THRESHOLDS["zero_copy_match"]:
+            advice.append("accessed-by with the host as preferred location suits data the GPU reads "
+                          "once; data it reads again belongs in GPU memory")
+    if not seen:
         return []
-    parts = []
-    if preferred is not None:
-        gain = f" ({preferred / on_demand:.2g}× plain on-demand)" if on_demand else ""
-        parts.append(f"preferred location GPU {_gb(preferred)}{gain}")
-    if accessed is not None:
-        parts.append(f"preferred host + accessed-by GPU (read in place, no migration) {_gb(accessed)}")
-    return [Finding(Verdict.PASS, "with cudaMemAdvise, no prefetch: " + "; ".join(parts),
-                    "advice alone does not replace a prefetch for data the GPU reads in bulk; "
-                    "accessed-by suits data the GPU touches sparsely")]
+    return [Finding(Verdict.PASS, "cudaMemAdvise without a prefetch: " + "; ".join(seen),
+                    "; ".join(advice))]
 
 
 def _host_on_demand(raw: Mapping[str, Any]) -> list[Finding]:
@@ -180,16 +207,34 @@ def _host_on_demand(raw: Mapping[str, Any]) -> list[Finding]:
     if ratio is None:
         return []
     figures = (f"on demand {_gb(gbs(raw, 'host_on_demand'))} against "
-               f"{_gb(gbs(raw, 'host_prefetch'))} after a prefetch to the host")
+               f"{_gb(gbs(raw, 'host_prefetch'))} after a prefetch to the host"
+               + (f", {raw['host_threads']} reading threads" if raw.get("host_threads") else ""))
     if ratio >= THRESHOLDS["host_on_demand_slowdown"]:
         return [Finding(
             Verdict.WARN, f"the CPU reading GPU-written managed memory is {ratio:.1f}× slower on "
-            f"demand than after a prefetch: {figures}",
-            "prefetch to the host before the CPU reads: cudaMemPrefetchAsync(ptr, bytes, "
-            "cudaCpuDeviceId, stream) on CUDA 12, a cudaMemLocation of type "
-            "cudaMemLocationTypeHost on CUDA 13")]
+            f"demand than after a prefetch: {figures}", _HOST_PREFETCH_ADVICE)]
     return [Finding(Verdict.PASS, f"the CPU reads GPU-written managed memory on demand within "
                     f"{ratio:.1f}× of a prefetch: {figures}")]
+
+
+_HOST_PREFETCH_ADVICE = ("prefetch to the host before the CPU reads: cudaMemPrefetchAsync(ptr, bytes, "
+                         "cudaCpuDeviceId, stream) on CUDA 12, a cudaMemLocation of type "
+                         "cudaMemLocationTypeHost on CUDA 13")
+
+
+def _host_prefetch_vs_copy(raw: Mapping[str, Any]) -> list[Finding]:
+    prefetch, copy = move_s(raw, "host_prefetch"), move_s(raw, "host_explicit_copy")
+    if not (prefetch and copy):
+        return []
+    ratio, size = prefetch / copy, float(raw.get("size_bytes") or 0)
+    figures = (f"prefetch to host {_gb(size / prefetch / 1e9)}, explicit device-to-host copy into "
+               f"pinned memory {_gb(size / copy / 1e9)}")
+    if ratio >= THRESHOLDS["host_prefetch_vs_copy"]:
+        return [Finding(Verdict.WARN, f"moving GPU results to the host by prefetch is {ratio:.1f}× "
+                        f"slower than an explicit copy: {figures}",
+                        "for bulk results, cudaMemcpyAsync from device memory into pinned host memory")]
+    return [Finding(Verdict.PASS, f"prefetching to the host takes {ratio:.2f}× the time of an explicit "
+                    f"copy: {figures}")]
 
 
 def _zero_copy(raw: Mapping[str, Any]) -> list[Finding]:
@@ -198,18 +243,24 @@ def _zero_copy(raw: Mapping[str, Any]) -> list[Finding]:
     if one is None or many is None:
         return []
     figures = (f"1 pass: zero-copy {_gb(gbs(raw, 'zero_copy'))} vs copy-then-read "
-               f"{_gb(gbs(raw, 'explicit_copy'))}; {passes} passes: {_gb(gbs(raw, 'zero_copy_passes'))} "
-               f"vs {_gb(gbs(raw, 'explicit_copy_passes'))}")
-    even = break_even_passes(raw)
+               f"{_gb(gbs(raw, 'explicit_copy'))} ({one:.2f}×); {passes} passes: "
+               f"{_gb(gbs(raw, 'zero_copy_passes'))} vs {_gb(gbs(raw, 'explicit_copy_passes'))} "
+               f"({many:.2f}×)")
+    single_pass_only = ("read mapped pinned memory in place only for data a kernel streams through "
+                        "once (it saves the device buffer and the separate copy); copy data that is "
+                        "read again")
     if one >= 1.0 > many:
+        even = break_even_passes(raw)
         where = f" (copying wins from about {even:.1f} passes)" if even else ""
         return [Finding(Verdict.PASS, f"zero-copy wins a single pass and loses repeated ones{where}: "
-                        f"{figures}", "read mapped pinned memory in place only for data a kernel "
-                        "streams through once; copy data that is read again")]
+                        f"{figures}", single_pass_only)]
     if many >= 1.0:
         return [Finding(Verdict.PASS, f"zero-copy keeps up with copy-then-read even at {passes} "
                         f"passes: {figures}", "mapped pinned memory is a fair choice here")]
-    return [Finding(Verdict.PASS, f"zero-copy never beat copy-then-read here: {figures}",
+    if one >= THRESHOLDS["zero_copy_match"]:
+        return [Finding(Verdict.PASS, f"zero-copy about matches copy-then-read for one pass and falls "
+                        f"far behind on repeated passes: {figures}", single_pass_only)]
+    return [Finding(Verdict.PASS, f"zero-copy is slower than copy-then-read even for one pass: {figures}",
                     "copy to device memory explicitly, even for single-pass data")]
 
 
