@@ -1,0 +1,150 @@
+"""falseshare judgement on numbers: each rule on built raw data, and judge() on numbers recorded on
+real hosts (tests/data/falseshare_*.json) — no kernel runs here."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from perfprobe.model import Verdict
+from perfprobe.probes import falseshare_rules as rules
+
+DATA = Path(__file__).parent / "data"
+RECORDINGS = sorted(DATA.glob("falseshare_*.json"))
+HOST_64 = {"caches": [{"level": 1, "type": "Data", "line_bytes": 64}]}
+SPACINGS = [8, 16, 32, 64, 128, 256]
+FALSE_SHARING = [30.0, 30.0, 30.0, 7.5, 7.4, 7.3]
+
+
+def stat(value: float, repeats: int = 5) -> dict:
+    return {"median": value, "min": value * 0.9, "max": value * 1.1, "iqr": 0.0, "repeats": repeats}
+
+
+def make_raw(atomic=FALSE_SHARING, plain=(0.42,) * 6, single=(7.0, 0.4), true=(35.0, 0.5),
+             smt=(), disturbed=0, plain_ok=True) -> dict:
+    """A raw dict in measure()'s shape: 2 threads on CPUs 0 and 1."""
+    def c(kind, threads, spacing, ns):
+        return {"kind": kind, "threads": threads, "cpus": list(range(threads)), "spacing_bytes": spacing,
+                "iterations": 1000, "ns_per_update": stat(ns), "disturbed_runs": disturbed}
+    cases = [c(k, 2, s, v) for k, costs in (("atomic", atomic), ("plain", plain)) for s, v in zip(SPACINGS, costs)]
+    cases += [c("atomic", 2, 0, true[0]), c("plain", 2, 0, true[1])]
+    cases += [c("atomic", 1, 256, single[0]), c("plain", 1, 256, single[1])]
+    return {"method": "test", "threads": 2, "thread_counts": [2], "usable_cpus": [0, 1],
+            "placement": {"2": {"cpus": [0, 1], "smt_shared": list(smt)}}, "spacings_bytes": SPACINGS,
+            "cases": cases, "plain_check": {"touches_memory": plain_ok, "how": "test"},
+            "pingpong": {"cpus": [0, 1], "sampled": False, "usable": 2,
+                         "pairs": [{"a": 0, "b": 1, "rounds": 10, "one_way_ns": stat(80.0)}]},
+            "repeats": 5, "quick": False}
+
+
+def verdicts(assessment) -> list[Verdict]:
+    return [f.verdict for f in assessment.findings]
+
+
+def messages(assessment) -> str:
+    return " | ".join(f.message for f in assessment.findings)
+
+
+@pytest.mark.parametrize("costs, distance", [
+    ({8: 30, 16: 30, 32: 30, 64: 10, 128: 10.5, 256: 10}, 64),
+    ({8: 30, 16: 30, 32: 30, 64: 12, 128: 10.2, 256: 10}, 128),   # 64 B is 20% over: not yet
+    ({8: 10, 16: 10, 32: 10, 64: 10, 128: 10, 256: 10}, 8),
+    ({8: 30, 16: 9, 32: 30, 64: 10, 128: 10, 256: 10}, 64),       # a dip below must not end it early
+    ({8: 30, 16: 30, 32: 30, 64: 30, 128: 30, 256: 10}, 256),
+])
+def test_distance_is_where_every_wider_spacing_is_within_15_percent(costs, distance):
+    assert rules.destructive_distance(costs) == distance
+
+
+@pytest.mark.parametrize("distance, line, pad", [(64, 64, 64), (128, 64, 128), (8, 64, 64),
+                                                  (96, None, 128), (8, None, 8), (256, 128, 256)])
+def test_padding_covers_distance_and_line_as_a_power_of_two(distance, line, pad):
+    assert rules.padding(distance, line) == pad
+
+
+def test_line_size_comes_from_the_l1_data_cache():
+    host = {"caches": [{"level": 2, "type": "Unified", "line_bytes": 128},
+                       {"level": 1, "type": "Instruction", "line_bytes": 32},
+                       {"level": 1, "type": "Data", "line_bytes": 64}]}
+    assert rules.line_bytes(host) == 64
+    assert rules.line_bytes({"caches": []}) is None and rules.line_bytes({}) is None
+
+
+def test_a_healthy_host_passes_with_the_figures():
+    result = rules.judge(make_raw(), HOST_64)
+    assert result.verdict is Verdict.PASS, messages(result)
+    m = result.metrics
+    assert m["destructive_distance_bytes"].value == 64 and m["recommended_padding_bytes"].value == 64
+    assert m["slowdown.atomic.8B"].value == pytest.approx(30 / 7.3, abs=1e-3)
+    assert m["core_to_core_ns.0.1"].value == 80.0 and m["threads"].value == 2
+    for kind in ("atomic", "plain"):
+        for s in SPACINGS:
+            assert f"ns_per_update.{kind}.{s}B" in m and f"slowdown.{kind}.{s}B" in m
+    assert "alignas(64)" in result.findings[0].advice
+    assert result.key_figure.startswith("pad 64 B")
+
+
+def test_distance_beyond_the_line_warns_to_pad_further():
+    result = rules.judge(make_raw(atomic=[30, 30, 30, 25, 7.4, 7.3]), HOST_64)
+    assert result.verdict is Verdict.WARN
+    assert "reaches 128 B, beyond the 64-byte line" in messages(result)
+    assert result.metrics["recommended_padding_bytes"].value == 128
+
+
+def test_distance_at_the_widest_spacing_asks_for_a_wider_sweep():
+    result = rules.judge(make_raw(atomic=[30, 30, 30, 30, 30, 7.3]), HOST_64)
+    assert "--max-spacing 512" in messages(result)
+
+
+def test_unknown_line_size_still_gives_padding():
+    result = rules.judge(make_raw(), {"caches": []})
+    assert result.metrics["coherency_line_bytes"].value is None
+    assert result.metrics["recommended_padding_bytes"].value == 64
+    assert "not reported" in messages(result)
+
+
+def test_padded_counters_that_do_not_scale_warn_and_name_smt_siblings():
+    result = rules.judge(make_raw(atomic=[30, 30, 30, 14, 14, 14], single=(7.0, 0.4), smt=[[0, 1]]), HOST_64)
+    assert Verdict.WARN in verdicts(result)
+    assert "do not scale" in messages(result) and "[[0, 1]]" in " ".join(f.advice for f in result.findings)
+    assert result.metrics["scaling_efficiency.atomic"].value == pytest.approx(0.5)
+
+
+def test_no_contention_at_all_warns_that_the_distance_means_nothing():
+    result = rules.judge(make_raw(atomic=[8, 8, 8, 7.5, 7.4, 7.3], true=(8.0, 1.0)), HOST_64)
+    assert "no false sharing measured" in messages(result)
+
+
+def test_a_plain_loop_that_skips_memory_warns():
+    assert "unreliable" in messages(rules.judge(make_raw(plain_ok=False), HOST_64))
+
+
+def test_a_busy_host_warns_that_figures_are_unreliable():
+    result = rules.judge(make_raw(disturbed=2), HOST_64)
+    assert "other work took these CPUs" in messages(result)
+    assert result.metrics["disturbed_runs_fraction"].value == pytest.approx(0.4)
+
+
+def test_tables_per_kind_and_a_symmetric_core_matrix():
+    result = rules.judge(make_raw(), HOST_64)
+    atomic, plain, cores = result.tables
+    assert len(atomic.rows) == len(SPACINGS) + 2 and atomic.rows[-2][0] == "one shared counter"
+    assert cores.heat == "row" and cores.columns == ("from \\ to", "0", "1")
+    assert cores.rows == (("CPU 0", None, 80.0), ("CPU 1", 80.0, None))
+
+
+@pytest.mark.parametrize("path", RECORDINGS, ids=[p.stem for p in RECORDINGS])
+def test_recorded_hosts_are_judged_with_every_metric(path):
+    recording = json.loads(path.read_text())
+    raw, host = recording["raw"]["falseshare"], recording["host"]
+    result = rules.judge(raw, host)
+    for kind in ("atomic", "plain"):
+        for s in raw["spacings_bytes"]:
+            assert f"ns_per_update.{kind}.{s}B" in result.metrics
+    distance = result.metrics["destructive_distance_bytes"].value
+    assert distance in raw["spacings_bytes"]
+    assert result.metrics["recommended_padding_bytes"].value >= max(distance, rules.line_bytes(host) or 0)
+    pairs = raw["pingpong"]["pairs"]
+    assert all(f"core_to_core_ns.{p['a']}.{p['b']}" in result.metrics for p in pairs)
