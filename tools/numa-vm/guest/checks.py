@@ -1,0 +1,230 @@
+"""Inside an emulated NUMA guest: run perfprobe against the shape QEMU was given and say, check by
+check, whether it held.
+
+Usage (from /init): python checks.py SHAPE. Reads /numavm/shapes.json (written by the host side,
+tools/numa-vm/shapes.py). Every result is one console line `@@numavm {json}`; reports worth keeping
+for docs/results are `@@numavm-artifact {json}` lines. Exit 0 only when every check passed.
+
+PERFPROBE_TEST_BREAK_MEMBIND=1 (set by the negative shape only) runs the binding checks under
+break_membind.py, which makes set_mempolicy a silent no-op: CPUs bound, memory not.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any, Callable
+
+import guest_syscalls
+
+SHAPES = Path("/numavm/shapes.json")
+TIMEOUT_S = 300
+Result = tuple[bool, str]
+
+
+class Guest:
+    """The shape's expectations and how to run perfprobe in this guest."""
+
+    def __init__(self, name: str) -> None:
+        data = json.loads(SHAPES.read_text())
+        self.project = data["project"]
+        self.shape: dict[str, Any] = data["shapes"][name]
+        self.bind: int = self.shape["bind"]
+        self.broken = os.environ.get("PERFPROBE_TEST_BREAK_MEMBIND") == "1"
+
+    def nodes(self) -> list[dict[str, Any]]:
+        return self.shape["nodes"]
+
+    def cpu_nodes(self) -> list[int]:
+        return [n["id"] for n in self.nodes() if n["cpus"]]
+
+    def cpus_of(self, node: int) -> list[int]:
+        return next(n["cpus"] for n in self.nodes() if n["id"] == node)
+
+    def run(self, args: list[str], bind_hook: bool = False) -> subprocess.CompletedProcess:
+        """Run a command in the checkout; under the negative shape, binding commands get the hook."""
+        prefix = [sys.executable, "/numavm/break_membind.py"] if bind_hook and self.broken else []
+        return subprocess.run(prefix + args, cwd=self.project, capture_output=True, text=True,
+                              timeout=TIMEOUT_S)
+
+    def perfprobe(self, *args: str, bind_hook: bool = False) -> subprocess.CompletedProcess:
+        return self.run([sys.executable, "-m", "perfprobe", *args], bind_hook)
+
+
+def emit(tag: str, payload: dict[str, Any]) -> None:
+    print(f"{tag} {json.dumps(payload, separators=(',', ':'))}", flush=True)
+
+
+def report_of(proc: subprocess.CompletedProcess, accept: tuple[int, ...] = (0, 1)) -> dict[str, Any]:
+    """The JSON report of a perfprobe run; ValueError with the tail of stderr when there is none."""
+    if proc.returncode not in accept:
+        raise ValueError(f"exit {proc.returncode}: {last_lines(proc.stderr or proc.stdout)}")
+    return json.loads(proc.stdout)
+
+
+def last_lines(text: str, count: int = 3) -> str:
+    return " | ".join(line.strip() for line in text.strip().splitlines()[-count:])
+
+
+def check_topology(g: Guest) -> Result:
+    """perfprobe host sees exactly the nodes, CPUs, distances and memory QEMU was given."""
+    report = report_of(g.perfprobe("host", "--json"))
+    emit("@@numavm-artifact", {"name": "host", "data": report["host"]})
+    numa = report["host"]["numa"]
+    seen = [{"id": n["id"], "cpus": n["cpus"]} for n in numa["nodes"]]
+    want = [{"id": n["id"], "cpus": n["cpus"]} for n in g.nodes()]
+    problems = []
+    if seen != want:
+        problems.append(f"nodes {seen} != {want} (sysfs: {guest_syscalls.sysfs_nodes()})")
+    if numa["distances"] != g.shape["distances"]:
+        problems.append(f"distances {numa['distances']} != {g.shape['distances']}")
+    if sorted(numa.get("memory_only_nodes") or []) != g.shape["memory_only_nodes"]:
+        problems.append(f"memory-only {numa.get('memory_only_nodes')} != {g.shape['memory_only_nodes']}")
+    problems += memory_problems(numa["nodes"], g.nodes())
+    ids = [n["id"] for n in numa["nodes"]]
+    return not problems, "; ".join(problems) or f"nodes {ids}, distances {numa['distances']}"
+
+
+def memory_problems(seen: list[dict[str, Any]], want: list[dict[str, Any]]) -> list[str]:
+    """Each node's MemTotal must be what QEMU gave it, less what the kernel keeps (under 40 %)."""
+    given = {n["id"]: n["memory_mib"] << 20 for n in want}
+    problems = []
+    for node in seen:
+        total = node.get("memory_total_bytes") or 0
+        if not 0.6 * given.get(node["id"], 0) <= total <= given.get(node["id"], 0):
+            problems.append(f"node {node['id']} MemTotal {total >> 20} MiB, QEMU gave "
+                            f"{given.get(node['id'], 0) >> 20} MiB")
+    return problems
+
+
+def matrix_problems(result: dict[str, Any], cpu_nodes: list[int], mem_nodes: list[int]) -> list[str]:
+    """Every (CPU node, memory node) pair has both figures; every buffer's pages sat on its node."""
+    metrics = result.get("metrics") or {}
+    problems = [f"missing {kind}.{i}.{j}" for i in cpu_nodes for j in mem_nodes
+                for kind in ("latency_ns", "read_gbs") if f"{kind}.{i}.{j}" not in metrics]
+    extra = [k for k in metrics if k.startswith("latency_ns.")
+             and int(k.split(".")[1]) not in cpu_nodes]
+    problems += [f"unexpected row {k}" for k in extra]
+    pages = {p["node"]: p for p in (result.get("facts") or {}).get("pages") or []}
+    for j in mem_nodes:
+        page = pages.get(j)
+        if page is None:
+            problems.append(f"no page check for memory node {j}")
+        elif page["checked"] == 0 or page["on_node"] != page["checked"]:
+            problems.append(f"memory node {j}: {page['on_node']}/{page['checked']} pages on node, "
+                            f"elsewhere {page['elsewhere']}, absent {page['absent']}")
+    if result.get("verdict") in ("error", "skip"):
+        problems.append(f"verdict {result.get('verdict')}: {result.get('summary')}")
+    return problems
+
+
+def check_numa_matrix(g: Guest) -> Result:
+    report = report_of(g.perfprobe("numa", "--json", "--quick"))
+    emit("@@numavm-artifact", {"name": "numa", "data": report["results"][0]})
+    result = report["results"][0]
+    mem_nodes = [n["id"] for n in g.nodes()]
+    problems = matrix_problems(result, g.cpu_nodes(), mem_nodes)
+    return not problems, "; ".join(problems) or (
+        f"{len(g.cpu_nodes())}x{len(mem_nodes)} matrix, pages verified; {result['summary']}")
+
+
+def binding_problems(result: dict[str, Any], node: int, cpus: list[int]) -> list[str]:
+    binding = (result.get("facts") or {}).get("binding")
+    want = {"node": node, "cpus": cpus, "mempolicy": "bind", "mems": [node], "verified": True}
+    if not binding:
+        return [f"no binding in the report ({result.get('verdict')}: {result.get('summary')})"]
+    wrong = {k: binding.get(k) for k, v in want.items() if binding.get(k) != v}
+    return [f"binding {wrong} != {want}"] if wrong else []
+
+
+def check_numa_bind(g: Guest) -> Result:
+    proc = g.perfprobe("numa", "--bind", str(g.bind), "--json", "--quick", bind_hook=True)
+    report = report_of(proc)
+    result = report["results"][0]
+    emit("@@numavm-artifact", {"name": f"numa-bind-{g.bind}", "data": result})
+    problems = binding_problems(result, g.bind, g.cpus_of(g.bind))
+    problems += matrix_problems(result, [g.bind], [n["id"] for n in g.nodes()])
+    return not problems, "; ".join(problems) or f"bound to node {g.bind}, one row, pages verified"
+
+
+def check_bind_placement(g: Guest) -> Result:
+    """bind_to_node in a fresh process, then this harness's own syscalls look at what took."""
+    proc = g.run([sys.executable, "/numavm/guest_syscalls.py", str(g.bind)], bind_hook=True)
+    if proc.returncode not in (0, 1) or not proc.stdout.strip():
+        return False, f"exit {proc.returncode}: {last_lines(proc.stderr)}"
+    seen = json.loads(proc.stdout.strip().splitlines()[-1])
+    problems = guest_syscalls.placement_problems(seen, g.bind, g.cpus_of(g.bind))
+    return not problems, "; ".join(problems) or (
+        f"affinity {seen['affinity']}, policy {seen['policy']} {seen['policy_nodes']}, "
+        f"{seen['pages_on'].get(str(g.bind), 0)}/{seen['pages']} pages on node {g.bind}")
+
+
+def check_cache_bind(g: Guest) -> Result:
+    proc = g.perfprobe("cache", "--bind", str(g.bind), "--quick", "--max-size", "8M",
+                       "--repeats", "1", "--json", bind_hook=True)
+    result = report_of(proc)["results"][0]
+    problems = binding_problems(result, g.bind, g.cpus_of(g.bind))
+    if result.get("verdict") in ("error", "skip"):
+        problems.append(f"verdict {result['verdict']}: {result.get('summary')}")
+    return not problems, "; ".join(problems) or f"ran bound to node {g.bind}: {result['summary']}"
+
+
+def check_bind_memory_only(g: Guest) -> Result:
+    node = g.shape["memory_only_nodes"][0]
+    proc = g.perfprobe("numa", "--bind", str(node))
+    lines = [line for line in proc.stderr.splitlines() if line.strip()]
+    problems = []
+    if proc.returncode != 2:
+        problems.append(f"exit {proc.returncode}, expected 2")
+    if len(lines) != 1 or "no CPUs" not in proc.stderr:
+        problems.append(f"stderr should be one line naming 'no CPUs', got {lines}")
+    if proc.stdout.strip():
+        problems.append(f"stdout not empty: {proc.stdout.strip()[:200]}")
+    return not problems, "; ".join(problems) or f"exit 2: {lines[0]}"
+
+
+def check_pytest_multinode(g: Guest) -> Result:
+    files = sorted(str(p) for p in Path(g.project, "tests").glob("test_*.py")
+                   if "multinode" in p.read_text())
+    if not files:
+        return False, "no test file is marked multinode"
+    proc = g.run([sys.executable, "-m", "pytest", "-m", "multinode", "--color=no",
+                  "-p", "no:cacheprovider", "-q", *files])
+    tail = last_lines(proc.stdout, 1)
+    if proc.returncode != 0:
+        return False, f"exit {proc.returncode}: {last_lines(proc.stdout, 12)}"
+    return True, f"{len(files)} file(s): {tail}"
+
+
+CHECKS: dict[str, Callable[[Guest], Result]] = {
+    "topology": check_topology, "numa-matrix": check_numa_matrix, "numa-bind": check_numa_bind,
+    "bind-placement": check_bind_placement, "cache-bind": check_cache_bind,
+    "bind-memory-only": check_bind_memory_only, "pytest-multinode": check_pytest_multinode,
+}
+
+
+def run_check(g: Guest, name: str) -> bool:
+    started = time.monotonic()
+    try:
+        ok, detail = CHECKS[name](g)
+    except Exception as exc:  # noqa: BLE001 - a check that blows up is a failed check, with why
+        ok, detail = False, f"{type(exc).__name__}: {exc}"
+    emit("@@numavm", {"check": name, "result": "pass" if ok else "fail", "detail": detail,
+                      "seconds": round(time.monotonic() - started, 1)})
+    return ok
+
+
+def main(argv: list[str]) -> int:
+    g = Guest(argv[1])
+    emit("@@numavm-guest", {"shape": argv[1], "uptime_s": guest_syscalls.uptime(),
+                            "sysfs_nodes": guest_syscalls.sysfs_nodes(), "broken_membind": g.broken})
+    results = [run_check(g, name) for name in g.shape["checks"]]
+    return 0 if all(results) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))
