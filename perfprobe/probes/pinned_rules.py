@@ -99,10 +99,21 @@ def bandwidth_findings(raw: Mapping[str, Any], rate: LinkRate | None, index: int
     return [Finding(Verdict.PASS, text)]
 
 
-def numa_findings(raw: Mapping[str, Any]) -> list[Finding]:
+def gpu_node_of(raw: Mapping[str, Any], host: Mapping[str, Any]) -> int | None:
+    """The GPU's NUMA node: as measured (sysfs), else from the host facts."""
+    node = (raw.get("numa") or {}).get("gpu_node")
+    if node is None:
+        bus = str((raw.get("device") or {}).get("pci_bus_id") or "").lower()[-7:]
+        for gpu in host.get("gpus") or []:
+            if bus and str(gpu.get("pci_bus_id") or "").lower().endswith(bus):
+                node = gpu.get("numa_node")
+    return node
+
+
+def numa_findings(raw: Mapping[str, Any], host: Mapping[str, Any]) -> list[Finding]:
     """The pinned buffer's pages on a node other than the GPU's: warn (every copy crosses sockets)."""
     numa = raw.get("numa") or {}
-    gpu_node = numa.get("gpu_node")
+    gpu_node = gpu_node_of(raw, host)
     buffer_node, which = buffer_node_of(numa)
     if gpu_node is None or buffer_node is None:
         return []
@@ -162,7 +173,7 @@ def judge(raw: Mapping[str, Any], host: Mapping[str, Any]) -> Assessment:
     index = largest_index(raw)
     links = link_readings(raw, host)
     rate = _rate(links["load"] or links["max"])
-    findings = (link_findings(links) + bandwidth_findings(raw, rate, index) + numa_findings(raw)
+    findings = (link_findings(links) + bandwidth_findings(raw, rate, index) + numa_findings(raw, host)
                 + pageable_findings(raw, index) + throttle_findings(raw) + _budget_findings(raw))
     h2d, d2h = gbs(raw, "pinned", "h2d", index), gbs(raw, "pinned", "d2h", index)
     share = f" ({min(h2d, d2h) / rate.gbs_per_direction:.0%} of {rate.label})" if rate else ""
