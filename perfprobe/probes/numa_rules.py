@@ -141,20 +141,18 @@ def rule_slow_node(raw: Mapping[str, Any], host: Mapping[str, Any]) -> list[Find
     advice = ("check that every memory channel of this socket is populated like the others' "
               "(dmidecode -t memory), memory errors (edac-util, dmesg), and thermal/power throttling; "
               "until then keep latency-critical work off this node")
-    findings = []
+    slow: dict[int, list[str]] = {}
     for node, value in sorted(latency.items()):
         median = _others_median(latency, node)
         if median and value > SLOW_LATENCY_RATIO * median:
-            findings.append(Finding(Verdict.WARN, f"node {node}: local latency {value:.0f} ns is "
-                                    f"{value / median:.2f}x the other nodes' {median:.0f} ns", advice))
+            slow.setdefault(node, []).append(f"local latency {value:.0f} ns is {value / median:.2f}x the "
+                                             f"other nodes' {median:.0f} ns")
     for node, value in sorted(bandwidth.items()):
-        same = {n: v for n, v in bandwidth.items() if threads.get(n) == threads.get(node)}
-        median = _others_median(same, node)
+        median = _others_median({n: v for n, v in bandwidth.items() if threads.get(n) == threads.get(node)}, node)
         if median and value < SLOW_BANDWIDTH_RATIO * median:
-            findings.append(Finding(Verdict.WARN, f"node {node}: local read bandwidth {value:.1f} GB/s "
-                                    f"is {value / median:.0%} of the other nodes' {median:.1f} GB/s "
-                                    f"(same thread count)", advice))
-    return findings
+            slow.setdefault(node, []).append(f"local read bandwidth {value:.1f} GB/s is {value / median:.0%} "
+                                             f"of the other nodes' {median:.1f} GB/s (same thread count)")
+    return [Finding(Verdict.WARN, f"node {node}: " + "; ".join(parts), advice) for node, parts in sorted(slow.items())]
 
 
 def rule_remote_penalty(raw: Mapping[str, Any], host: Mapping[str, Any]) -> list[Finding]:

@@ -51,7 +51,7 @@ def topology(host: Mapping[str, Any]) -> tuple[Table, ...]:
     distances = (host.get("numa") or {}).get("distances") or []
     if distances and all(len(row) == len(ids) for row in distances) and len(distances) == len(ids):
         tables.append(Table("Distance table (firmware SLIT)", ("from \\ to",) + tuple(map(str, ids)),
-                            tuple((i,) + tuple(row) for i, row in zip(ids, distances)), heat="row"))
+                            tuple((str(i),) + tuple(row) for i, row in zip(ids, distances)), heat="row"))
     return tuple(tables)
 
 
@@ -59,7 +59,7 @@ def _matrix(raw: Mapping[str, Any], figures: Mapping[Pair, float], digits: int) 
     bad = set(numa_rules.misplaced_nodes(raw))
     rows = []
     for i in raw.get("cpu_nodes", []):
-        cells: list[Cell] = [i]
+        cells: list[Cell] = [str(i)]  # a label, not a figure to colour
         for j in raw.get("mem_nodes", []):
             value = figures.get((i, j))
             cells.append("pages off-node" if j in bad else None if value is None else round(value, digits))
