@@ -118,12 +118,14 @@ def measure(ctx: ProbeContext) -> dict[str, Any]:
     from perfprobe.kernels import numa_kernels
 
     numa_kernels.warm_up()
-    with ctx.progress("NUMA matrix", len(pairs)) as task:
-        for j in mem_nodes:
-            row = [i for i, m in pairs if m == j]
-            if row:
-                _measure_memory_node(j, row, plan, host, raw, task)
-    numa_kernels.use_threads(1 << 16)
+    try:
+        with ctx.progress("NUMA matrix", len(pairs)) as task:
+            for j in mem_nodes:
+                row = [i for i, m in pairs if m == j]
+                if row:
+                    _measure_memory_node(j, row, plan, host, raw, task)
+    finally:
+        numa_kernels.use_threads(1 << 16)  # numba's whole pool again, for the probes after this one
     return raw
 
 
