@@ -19,7 +19,8 @@ LINE_WORDS = LINE_BYTES // 8
 
 
 def build_chain(words: np.ndarray, seed: int = 12345) -> None:
-    """Link every 64-byte line of the int64 array `words` into one uniformly random cycle.
+    """Link every 64-byte line of the uint64 array `words` into one uniformly random cycle (each
+    line's first word holds the next line's address).
 
     Random order defeats the prefetchers, so each load waits for memory; writing the links is also
     the first touch that faults every page in (on the node the buffer's policy names).
@@ -27,10 +28,15 @@ def build_chain(words: np.ndarray, seed: int = 12345) -> None:
     cache_kernels.build_random_cycle(words, words.size // LINE_WORDS, LINE_WORDS, seed)
 
 
-def chase_ns(words: np.ndarray, steps: int, start: int = 0) -> tuple[float, int]:
-    """Nanoseconds per dependent load over `steps` loads, and where the chase stopped (to go on)."""
+def chase_ns(words: np.ndarray, steps: int, start: int | None = None) -> tuple[float, int]:
+    """Nanoseconds per dependent load over `steps` loads from address `start` (default: the first
+    line of `words`), and the address where the chase stopped (to go on from there).
+
+    `words` is passed only to keep the buffer alive and to find its start: the chase follows raw
+    addresses."""
+    address = np.uint64(words.ctypes.data if start is None else start)
     begin = time.perf_counter_ns()
-    end = cache_kernels.chase(words, start, steps)
+    end = cache_kernels.chase(address, steps)
     return (time.perf_counter_ns() - begin) / steps, int(end)
 
 
@@ -51,7 +57,7 @@ def read_gbs(values: np.ndarray, threads: int) -> float:
 
 def warm_up() -> None:
     """Compile (or load from numba's cache) the kernels used here, outside any timing."""
-    tiny = np.zeros(LINE_WORDS * 64, dtype=np.int64)
+    tiny = np.zeros(LINE_WORDS * 64, dtype=np.uint64)
     build_chain(tiny)
-    cache_kernels.chase(tiny, 0, 16)
+    chase_ns(tiny, 16)
     cache_kernels.read_sum_parallel(np.ones(1024), 1, 1)

@@ -175,7 +175,7 @@ def _on_placed_buffer(node: int, size: int, cpu_nodes: list[int], plan: Plan,
         if hasattr(mmap, "MADV_HUGEPAGE"):
             region.madvise(mmap.MADV_HUGEPAGE)
         numa_sys.mbind(address, size, numa_sys.MPOL_PREFERRED, [node])
-        words = np.frombuffer(region, dtype=np.int64)
+        words = np.frombuffer(region, dtype=np.uint64)
         numa_kernels.build_chain(words)
         before = check_pages(address, size, node)
         latencies = {i: _latency(words, bind.node_cpus(i, host), plan) for i in cpu_nodes}
