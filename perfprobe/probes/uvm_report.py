@@ -82,8 +82,8 @@ def _row(raw: Mapping[str, Any], path: str) -> tuple[Cell, ...]:
     if "time_s" not in entry:
         return (path, f"skipped: {entry.get('skipped', 'not measured')}", None, None, None, None, None)
     t, moving = entry["time_s"], move_s(raw, path)
-    return (path, HOW.get(path, ""), round(t["median"] * 1e3, 2),
-            f"{t['min'] * 1e3:.2f}–{t['max'] * 1e3:.2f}", None if moving is None else round(moving * 1e3, 2),
+    return (path, HOW.get(path, ""), _round(t["median"] * 1e3),
+            f"{t['min'] * 1e3:.3g}–{t['max'] * 1e3:.3g}", None if moving is None else round(moving * 1e3, 2),
             _round(gbs(raw, path)), _round(ratio_to_reference(raw, path)))
 
 

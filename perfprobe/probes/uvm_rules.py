@@ -29,18 +29,18 @@ REFERENCE = {**{p: "explicit_copy" for p in TO_GPU}, **{p: "host_explicit_copy" 
              **{p: "explicit_copy_passes" for p in PASSES}}
 
 HOW = {
-    "managed_on_demand": "managed, host-written; GPU page faults migrate it",
-    "managed_prefetch": "managed; cudaMemPrefetchAsync to GPU, then kernel",
-    "managed_advise_preferred_gpu": "managed; advice: preferred location GPU",
-    "managed_advise_accessed_by": "managed; advice: preferred host + accessed-by GPU",
-    "pageable_direct": "plain malloc'd (numpy) memory read in place",
-    "zero_copy": "mapped pinned host memory read in place",
-    "explicit_copy": "pinned → cudaMemcpyAsync → device memory, then kernel (reference)",
-    "device_memory": "kernel alone on device memory (ceiling)",
-    "host_on_demand": "managed, GPU-written; CPU page faults migrate it",
-    "host_prefetch": "managed; cudaMemPrefetchAsync to host, then CPU read",
-    "host_explicit_copy": "device memory → cudaMemcpyAsync → pinned, then CPU read (reference)",
-    "host_local": "CPU reads host memory it wrote (ceiling)",
+    "managed_on_demand": "host-written managed; GPU faults it in",
+    "managed_prefetch": "managed; prefetch to GPU + kernel",
+    "managed_advise_preferred_gpu": "managed; advise preferred = GPU",
+    "managed_advise_accessed_by": "managed; preferred host, accessed-by GPU",
+    "pageable_direct": "malloc'd host memory read in place",
+    "zero_copy": "mapped pinned memory read in place",
+    "explicit_copy": "pinned → device copy + kernel (ref.)",
+    "device_memory": "kernel on device memory (ceiling)",
+    "host_on_demand": "GPU-written managed; CPU faults it in",
+    "host_prefetch": "managed; prefetch to host + CPU read",
+    "host_explicit_copy": "device → pinned copy + CPU read (ref.)",
+    "host_local": "CPU reads host memory (ceiling)",
 }
 
 MEANING = {
