@@ -9,6 +9,8 @@ the curve (cache_curve) and says what they mean. Only measure() imports the kern
 from __future__ import annotations
 
 from types import ModuleType
+
+import numpy as np
 from typing import Any
 
 from perfprobe.units import format_bytes
@@ -35,7 +37,7 @@ def measure(ctx: ProbeContext) -> dict[str, Any]:
     thp = (ctx.host.get("thp") or {}).get("enabled") or thp_mode()
     huge = thp in ("always", "madvise")
     raw: dict[str, Any] = {"plan": _plan_dict(plan), "thp": thp, "curve_pages": "2M" if huge else "4K"}
-    with page_buffer(plan.max_bytes, huge) as buf:
+    with page_buffer(plan.max_bytes, huge, np.uint64) as buf:
         raw["curve"] = _curve(ctx, k, buf, plan, timing)
         raw["curve_huge_fraction"] = huge_fraction(buf)
         raw["pattern"] = _pattern(k, buf, plan, timing)
@@ -81,8 +83,8 @@ def _pattern(k: ModuleType, buf: Any, plan: Plan, timing: m.Timing) -> dict[str,
 def _line(k: ModuleType, buf: Any, plan: Plan, timing: m.Timing) -> dict[str, Any]:
     """Cost of a second load at growing offsets within random blocks: in a working set that
     misses L1 only (the line, unblurred by prefetch) and over the largest one (DRAM)."""
-    cached_blocks = max(64, 4 * plan.l1_bytes // (2 * plan.line_bytes))
     dram_blocks = plan.max_bytes // PAIR_BLOCK
+    cached_blocks = min(max(64, 4 * plan.l1_bytes // (2 * plan.line_bytes)), dram_blocks)
     offsets = list(PAIR_OFFSETS)
     return {"block_bytes": PAIR_BLOCK, "offsets_bytes": offsets,
             "cached_blocks": cached_blocks, "dram_blocks": dram_blocks,
@@ -95,7 +97,7 @@ def _pages(k: ModuleType, plan: Plan, timing: m.Timing, thp: str | None,
     """Random latency over the largest working set in 4 KiB pages, beside the huge-page figure."""
     if huge_ns is None:
         return {"size_bytes": plan.max_bytes, "skipped": f"transparent huge pages are {thp or 'absent'}"}
-    with page_buffer(plan.max_bytes, huge=False) as small:
+    with page_buffer(plan.max_bytes, huge=False, dtype=np.uint64) as small:
         small_ns = m.random_chase_ns(k, small, plan.max_bytes, plan.line_bytes, timing)
         fraction = huge_fraction(small)
         small = None

@@ -121,6 +121,13 @@ def crossing_size(sizes: Sequence[int], ns: Sequence[float], after: int, thresho
     return sizes[-1]
 
 
+def dram_latency(sizes: Sequence[int], ns: Sequence[float], plateau_start: int) -> float:
+    """DRAM latency: the median over the last doubling of the curve (at least 2x the LLC by then),
+    not over the whole last plateau, whose first points may still hit in a cache."""
+    tail = [y for x, y in zip(sizes, ns) if x >= max(sizes[-1] / 2, plateau_start)]
+    return _median(tail or [ns[-1]])
+
+
 def read_levels(sizes: Sequence[int], ns: Sequence[float], min_points: int,
                 reaches_dram: bool, reported_levels: int | None = None) -> list[Level]:
     """Cache levels L1, L2, … (and DRAM, when the curve goes far enough past the last-level cache)
@@ -131,7 +138,7 @@ def read_levels(sizes: Sequence[int], ns: Sequence[float], min_points: int,
     for i, plateau in enumerate(plateaus):
         last = i == len(plateaus) - 1
         if last and reaches_dram and i > 0:
-            levels.append(Level("DRAM", plateau.latency_ns, None))
+            levels.append(Level("DRAM", dram_latency(sizes, ns, plateau.first_size), None))
             break
         if last:
             end = None  # still on this level at the largest size: its end was not seen

@@ -29,24 +29,30 @@ class Timing:
     repeats: int
 
 
+def _check_fits(buf: np.ndarray, n_bytes: int) -> None:
+    """Kernels do not check bounds: refuse to link past the end of the buffer."""
+    if n_bytes > buf.nbytes or n_bytes < WORD:
+        raise ValueError(f"working set of {n_bytes} bytes does not fit a {buf.nbytes}-byte buffer")
+
+
 def time_chase(k: ModuleType, buf: np.ndarray, timing: Timing, warm_steps: int) -> dict[str, Any]:
-    """ns per dependent load, following the cycle already linked in `buf` from word 0.
+    """ns per dependent load, following the cycle already linked in `buf` (uint64) from word 0.
 
     Walks `warm_steps` loads first (the working set into the caches it fits), calibrates the step
     count so a timed run lasts about `run_s`, and continues the walk across runs (new lines each
     time on cycles too long to walk whole).
     """
-    position = [k.chase(buf, 0, warm_steps)]
+    position = [k.chase(np.uint64(buf.ctypes.data), warm_steps)]
 
     def walk(steps: int) -> None:
-        position[0] = k.chase(buf, position[0], steps)
+        position[0] = k.chase(position[0], steps)
 
     steps = calibrate(walk, timing.run_s, CALIBRATION_STEPS)
     p = position[0]
     samples = []
     for _ in range(timing.repeats):
         start = time.perf_counter_ns()
-        p = k.chase(buf, p, steps)
+        p = k.chase(p, steps)
         samples.append((time.perf_counter_ns() - start) / steps)
     return {**summarize(samples), "steps": steps}
 
@@ -54,6 +60,7 @@ def time_chase(k: ModuleType, buf: np.ndarray, timing: Timing, warm_steps: int) 
 def random_chase_ns(k: ModuleType, buf: np.ndarray, size: int, line: int, timing: Timing,
                     seed: int = 1) -> dict[str, Any]:
     """Latency of a random cyclic chase over the first `size` bytes of `buf`, one pointer a line."""
+    _check_fits(buf, size)
     n_lines = size // line
     k.build_random_cycle(buf, n_lines, line // WORD, seed)
     return time_chase(k, buf, timing, warm_steps=min(n_lines, 1 << 20))
@@ -62,6 +69,7 @@ def random_chase_ns(k: ModuleType, buf: np.ndarray, size: int, line: int, timing
 def sequential_chase_ns(k: ModuleType, buf: np.ndarray, size: int, line: int,
                         timing: Timing) -> dict[str, Any]:
     """Latency of a chase over the same lines in address order: what the prefetcher makes of it."""
+    _check_fits(buf, size)
     n_lines = size // line
     k.build_sequential_cycle(buf, n_lines, line // WORD)
     return time_chase(k, buf, timing, warm_steps=min(n_lines, 1 << 20))
@@ -70,6 +78,7 @@ def sequential_chase_ns(k: ModuleType, buf: np.ndarray, size: int, line: int,
 def pair_costs(k: ModuleType, buf: np.ndarray, n_blocks: int, block: int, offsets: list[int],
                timing: Timing) -> list[dict[str, Any]]:
     """ns per block for two dependent loads a block (word 0, then byte `offset`), per offset."""
+    _check_fits(buf, n_blocks * block)
     out = []
     for offset in offsets:
         k.build_pair_blocks(buf, n_blocks, block // WORD, offset // WORD)

@@ -29,10 +29,12 @@ def thp_mode(path: Path = Path("/sys/kernel/mm/transparent_hugepage/enabled")) -
 
 @contextmanager
 def page_buffer(n_bytes: int, huge: bool, dtype: type = np.int64) -> Iterator[np.ndarray]:
-    """A zero-filled numpy view of `n_bytes` of fresh anonymous memory, huge pages asked or refused.
+    """A zero-filled numpy view of `n_bytes` (rounded up to whole pages) of fresh anonymous memory,
+    huge pages asked or refused.
 
     The mapping is over-allocated by one huge page and the view starts at a 2 MiB boundary.
     """
+    n_bytes = -(-n_bytes // mmap.PAGESIZE) * mmap.PAGESIZE
     mapping = mmap.mmap(-1, n_bytes + HUGE_ALIGN, flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS)
     raw = view = None
     try:

@@ -110,6 +110,6 @@ def level_working_sets(levels: Sequence[Level], shared: Sequence[bool], threads:
         if is_shared and threads > 1:
             each = max(one // threads, int(1.5 * prev))
             each = min(each, int(0.75 * end / threads))
-        out[level.name] = (one, max(each, 4096))
+        out[level.name] = (one // 64 * 64, max(each // 64 * 64, 4096))
         prev = end
     return out

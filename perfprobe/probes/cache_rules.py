@@ -139,27 +139,27 @@ def line_rule(line: Mapping[str, int | None], reported: Sequence[Mapping[str, An
     if measured is None:
         return [Finding(Verdict.PASS, "The line size could not be read from the offset sweep "
                         "(too noisy a run); the reported one stands.", "Run again on a quieter host.")]
-    pair = (f" From DRAM, {fetch} B arrive per miss (adjacent-line prefetch)."
-            if fetch and fetch > measured else "")
+    paired = fetch == 2 * measured
+    pair = f" From DRAM, {fetch} B arrive per miss (adjacent-line prefetch)." if paired else ""
     if told and measured != told:
         return [Finding(Verdict.WARN, f"Cache line measured {measured} B, reported {told} B.",
                         f"Pad per-thread data to {max(measured, told)} B until this is explained.")]
-    advice = (f"Pad data written by different threads to {max(fetch or 0, measured)} B."
-              if fetch and fetch > measured else f"Pad data written by different threads to {measured} B.")
+    advice = f"Pad data written by different threads to {fetch if paired else measured} B."
     return [Finding(Verdict.PASS, f"Cache line {measured} B, as reported.{pair}", advice)]
 
 
 def prefetch_rule(pattern: Mapping[str, Any] | None) -> list[Finding]:
-    """What the prefetcher buys: random against sequential line visits over DRAM."""
+    """What the prefetcher buys: random against sequential line visits over the largest set."""
     if not pattern:
         return []
+    size = format_bytes(pattern["size_bytes"])
     ratio = pattern["random_ns"]["median"] / pattern["sequential_ns"]["median"]
     if ratio < PREFETCH_MIN_RATIO:
-        return [Finding(Verdict.WARN, f"Sequential lines cost almost as much as random ones "
-                        f"({ratio:.1f}x): the hardware prefetchers look disabled.",
+        return [Finding(Verdict.WARN, f"Over {size}, sequential lines cost almost as much as random "
+                        f"ones ({ratio:.1f}x): the hardware prefetchers look disabled.",
                         "Check BIOS prefetcher settings.")]
     return [Finding(Verdict.PASS, f"Sequential access is {ratio:.0f}x cheaper per line than random "
-                    "over DRAM: that is what the prefetcher buys.",
+                    f"over {size}: that is what the prefetcher buys.",
                     "Prefer sequential, structure-of-arrays layouts; batch or sort random lookups.")]
 
 

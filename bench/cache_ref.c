@@ -1,0 +1,209 @@
+/* cache_ref.c: native reference for `perfprobe cache` (bench/bench_cache.py builds and runs it).
+ *
+ *   cache_ref chase SIZE_BYTES LINE_BYTES HUGE(0|1) REPEATS RUN_MS
+ *       ns per dependent load over a random cyclic permutation of SIZE/LINE lines (one pointer a
+ *       line, built by random insertion with splitmix64, as perfprobe's kernel does), on an mmap'd
+ *       buffer advised MADV_HUGEPAGE (HUGE=1) or MADV_NOHUGEPAGE (HUGE=0).
+ *   cache_ref read  ONE_BYTES EACH_BYTES THREADS REPEATS RUN_MS
+ *   cache_ref triad ONE_BYTES EACH_BYTES THREADS REPEATS RUN_MS
+ *       GB/s: one thread over ONE_BYTES, then THREADS OpenMP threads each over its own EACH_BYTES
+ *       share (first touched by that thread). Triad a = b + s*c counts 24 bytes an element.
+ *
+ * Prints one JSON object: {"median": ..., "min": ..., "max": ...} (chase) or
+ * {"1t": {...}, "all": {...}} (read, triad).
+ * Build: cc -O3 -march=native -mno-avx512f -fopenmp.
+ */
+#define _GNU_SOURCE
+#include <omp.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <time.h>
+
+#define MAXREP 1000
+#define HUGE_ALIGN (2u << 20)
+
+static double now_s(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+static int cmp(const void *a, const void *b) {
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+static void print_stats(const char *key, double *v, int n, const char *tail) {
+    qsort(v, n, sizeof *v, cmp);
+    double med = n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+    if (key) printf("\"%s\": ", key);
+    printf("{\"median\": %.4f, \"min\": %.4f, \"max\": %.4f}%s", med, v[0], v[n - 1], tail);
+}
+
+static uint64_t splitmix64(uint64_t *state) {
+    uint64_t z = (*state += 0x9E3779B97F4A7C15ull);
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    return z ^ (z >> 31);
+}
+
+static char *page_buffer(size_t bytes, int huge, void **map, size_t *map_len) {
+    *map_len = bytes + HUGE_ALIGN;
+    *map = mmap(NULL, *map_len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (*map == MAP_FAILED) { perror("mmap"); exit(1); }
+    madvise(*map, *map_len, huge ? MADV_HUGEPAGE : MADV_NOHUGEPAGE);
+    uintptr_t p = (uintptr_t)*map;
+    return (char *)((p + HUGE_ALIGN - 1) & ~(uintptr_t)(HUGE_ALIGN - 1));
+}
+
+/* Random insertion: line i goes after a random line j < i; always one cycle. */
+static void build_cycle(char *buf, size_t n, size_t line) {
+    uint64_t state = 1;
+    *(void **)buf = buf;
+    for (size_t i = 1; i < n; i++) {
+        char *j = buf + ((((splitmix64(&state) >> 32) * (uint64_t)i) >> 32) * line);
+        char *me = buf + i * line;
+        *(void **)me = *(void **)j;
+        *(void **)j = me;
+    }
+}
+
+static void *chase(void *p, long steps) {
+    for (long i = 0; i < steps; i++) p = *(void **)p;
+    return p;
+}
+
+static int do_chase(size_t size, size_t line, int huge, int repeats, double run_ms) {
+    void *map; size_t map_len;
+    char *buf = page_buffer(size, huge, &map, &map_len);
+    size_t n = size / line;
+    build_cycle(buf, n, line);
+    void *p = chase(buf, n < (1u << 20) ? (long)n : (1l << 20));
+    long steps = 4096;
+    for (;;) {  /* grow until a run lasts a quarter of run_ms, then scale to run_ms */
+        double t = now_s(); p = chase(p, steps); t = now_s() - t;
+        if (t >= run_ms * 1e-3 / 4) { steps = (long)(steps * run_ms * 1e-3 / t) + 1; break; }
+        steps *= 8;
+    }
+    double v[MAXREP];
+    for (int r = 0; r < repeats; r++) {
+        double t = now_s(); p = chase(p, steps); v[r] = (now_s() - t) * 1e9 / steps;
+    }
+    print_stats(NULL, v, repeats, p == NULL ? " \n" : "\n");
+    munmap(map, map_len);
+    return 0;
+}
+
+/* Eight independent 256-bit accumulators, as LLVM makes of perfprobe's sum (two fastmath
+ * reductions, four-way interleaved): with one, an in-L1 sum is add-latency bound. GCC's vector
+ * extension keeps them apart (an `omp simd` reduction over several gets reduced every step).
+ * Built with -mno-avx512f on x86: 256-bit vectors, as LLVM gives numba on AVX-512 server CPUs
+ * (GCC's SLP pass would otherwise fuse pairs into 512-bit ones): the comparison is of equal
+ * instructions, not of vector widths. */
+typedef double v4d __attribute__((vector_size(32)));
+
+static double read_sum(const double *a, size_t n, long reps) {
+    double total = 0;
+    for (long r = 0; r < reps; r++) {
+        v4d s[8] = {{0}}, x;
+        size_t i = 0;
+        for (; i + 32 <= n; i += 32)
+            for (int k = 0; k < 8; k++) { memcpy(&x, a + i + 4 * k, 32); s[k] += x; }
+        v4d u = ((s[0] + s[1]) + (s[2] + s[3])) + ((s[4] + s[5]) + (s[6] + s[7]));
+        double t = (u[0] + u[1]) + (u[2] + u[3]);
+        for (; i < n; i++) t += a[i];
+        total += t;
+        __asm__ volatile("" ::: "memory"); /* each repeat really reads the array again */
+    }
+    return total;
+}
+
+static void triad(double *a, const double *b, const double *c, double s, size_t n, long reps) {
+    for (long r = 0; r < reps; r++) {
+#pragma omp simd
+        for (size_t i = 0; i < n; i++) a[i] = b[i] + s * c[i];
+        __asm__ volatile("" ::: "memory");
+    }
+}
+
+static double sink;
+
+/* one run of `reps` repeats: threads==0 means one thread on the first `one` elements */
+static void run_kernel(int is_triad, double *a, double *b, double *c, size_t one, size_t each,
+                       int threads, long reps) {
+    if (threads == 0) {
+        if (is_triad) triad(a, b, c, 3.0, one, reps); else sink += read_sum(a, one, reps);
+        return;
+    }
+#pragma omp parallel num_threads(threads)
+    {
+        size_t lo = (size_t)omp_get_thread_num() * each;
+        if (is_triad) triad(a + lo, b + lo, c + lo, 3.0, each, reps);
+        else {
+            double s = read_sum(a + lo, each, reps);
+#pragma omp atomic
+            sink += s;
+        }
+    }
+}
+
+static void time_rate(int is_triad, double *a, double *b, double *c, size_t one, size_t each,
+                      int threads, int repeats, double run_ms, double *out) {
+    size_t elems = threads ? each * threads : one;
+    double bytes = elems * (is_triad ? 24.0 : 8.0);
+    long reps = (long)((64 << 20) / bytes);
+    if (reps < 1) reps = 1;
+    run_kernel(is_triad, a, b, c, one, each, threads, 1);
+    for (;;) {
+        double t = now_s(); run_kernel(is_triad, a, b, c, one, each, threads, reps); t = now_s() - t;
+        if (t >= run_ms * 1e-3 / 4) { reps = (long)(reps * run_ms * 1e-3 / t) + 1; break; }
+        reps *= 8;
+    }
+    for (int r = 0; r < repeats; r++) {
+        double t = now_s(); run_kernel(is_triad, a, b, c, one, each, threads, reps); t = now_s() - t;
+        out[r] = bytes * reps / t / 1e9;
+    }
+}
+
+static int do_bandwidth(int is_triad, size_t one_bytes, size_t each_bytes, int threads,
+                        int repeats, double run_ms) {
+    size_t width = is_triad ? 24 : 8;
+    size_t one = one_bytes / width, each = each_bytes / width;
+    size_t n = one > each * threads ? one : each * threads;
+    double *arr[3];
+    for (int k = 0; k < (is_triad ? 3 : 1); k++) {
+        size_t len = (n * sizeof(double) + HUGE_ALIGN - 1) / HUGE_ALIGN * HUGE_ALIGN;
+        arr[k] = aligned_alloc(HUGE_ALIGN, len);
+        madvise(arr[k], len, MADV_HUGEPAGE); /* as numpy does for large arrays */
+#pragma omp parallel for schedule(static) num_threads(threads)
+        for (size_t i = 0; i < n; i++) arr[k][i] = k;
+    }
+    if (!is_triad) arr[1] = arr[2] = arr[0];
+    double v1[MAXREP], vall[MAXREP];
+    time_rate(is_triad, arr[0], arr[1], arr[2], one, each, 0, repeats, run_ms, v1);
+    time_rate(is_triad, arr[0], arr[1], arr[2], one, each, threads, repeats, run_ms, vall);
+    printf("{");
+    print_stats("1t", v1, repeats, ", ");
+    print_stats("all", vall, repeats, "}\n");
+    for (int k = 0; k < (is_triad ? 3 : 1); k++) free(arr[k]);
+    return 0;
+}
+
+int main(int argc, char **argv) {
+    if (argc != 7) {
+        fprintf(stderr, "usage: %s chase SIZE LINE HUGE REPEATS RUN_MS | read|triad ONE EACH THREADS REPEATS RUN_MS\n", argv[0]);
+        return 2;
+    }
+    size_t x = strtoull(argv[2], NULL, 10), y = strtoull(argv[3], NULL, 10);
+    int z = atoi(argv[4]), repeats = atoi(argv[5]);
+    double run_ms = atof(argv[6]);
+    if (repeats < 1 || repeats > MAXREP) repeats = 5;
+    if (!strcmp(argv[1], "chase")) return do_chase(x, y, z, repeats, run_ms);
+    if (!strcmp(argv[1], "read")) return do_bandwidth(0, x, y, z, repeats, run_ms);
+    if (!strcmp(argv[1], "triad")) return do_bandwidth(1, x, y, z, repeats, run_ms);
+    fprintf(stderr, "unknown mode %s\n", argv[1]);
+    return 2;
+}

@@ -1,0 +1,96 @@
+"""The cache kernels compute the right thing (never how fast): the chase is one cycle through every
+line exactly once, pair blocks chain as designed, sums and triads give exact results."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+k = pytest.importorskip("perfprobe.kernels.cache_kernels")
+
+
+def _order(buf: np.ndarray, line_words: int, count: int) -> list[int]:
+    """Line indices visited from line 0, `count` steps, following stored addresses."""
+    base, stride = buf.ctypes.data, line_words * 8
+    seen, p = [], 0
+    for _ in range(count):
+        seen.append(p)
+        p = (int(buf[p * line_words]) - base) // stride
+    return seen
+
+
+@pytest.mark.parametrize("n_lines", [1, 2, 3, 17, 1000])
+@pytest.mark.parametrize("seed", [1, 7, 12345])
+def test_random_cycle_visits_every_line_once_in_one_cycle(n_lines: int, seed: int) -> None:
+    buf = np.zeros(n_lines * 8, dtype=np.uint64)
+    k.build_random_cycle(buf, n_lines, 8, seed)
+    order = _order(buf, 8, n_lines + 1)
+    assert sorted(order[:n_lines]) == list(range(n_lines))  # each line exactly once
+    assert order[n_lines] == 0                                # ... then back to the start: one cycle
+
+
+def test_random_cycle_is_not_address_order() -> None:
+    buf = np.zeros(4096 * 8, dtype=np.uint64)
+    k.build_random_cycle(buf, 4096, 8, 1)
+    steps = np.diff(_order(buf, 8, 4096))
+    assert np.mean(steps == 1) < 0.01  # a prefetcher sees no stream
+
+
+def test_chase_follows_the_cycle_back_to_its_start() -> None:
+    buf = np.zeros(100 * 8, dtype=np.uint64)
+    k.build_random_cycle(buf, 100, 8, 3)
+    start = np.uint64(buf.ctypes.data)
+    assert k.chase(start, 100) == start
+    assert k.chase(start, 1) == buf[0]
+
+
+def test_sequential_cycle_is_address_order() -> None:
+    buf = np.zeros(10 * 8, dtype=np.uint64)
+    k.build_sequential_cycle(buf, 10, 8)
+    assert _order(buf, 8, 11) == list(range(10)) + [0]
+
+
+@pytest.mark.parametrize("second_word", [0, 1, 8, 64])
+def test_pair_blocks_load_word_zero_then_the_offset_word_of_each_block(second_word: int) -> None:
+    blocks, block_words = 50, 128
+    buf = np.zeros(blocks * block_words, dtype=np.uint64)
+    k.build_pair_blocks(buf, blocks, block_words, second_word, 5)
+    base, p, visited = buf.ctypes.data, buf.ctypes.data, []
+    for _ in range(blocks * (2 if second_word else 1)):
+        visited.append((p - base) // 8)
+        p = int(buf[(p - base) // 8])
+    firsts = [w for w in visited if w % block_words == 0]
+    assert sorted(firsts) == [b * block_words for b in range(blocks)]
+    if second_word:
+        assert all(visited[i + 1] == visited[i] + second_word for i in range(0, len(visited), 2))
+    assert p == base
+
+
+@pytest.mark.parametrize("n", [1, 2, 3, 63, 1001])
+def test_read_sum_is_exact(n: int) -> None:
+    a = np.arange(n, dtype=np.float64)
+    assert k.read_sum(a, 3) == 3 * a.sum()
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+def test_parallel_read_sums_every_share(threads: int) -> None:
+    a = np.arange(1000 * threads, dtype=np.float64)
+    assert k.read_sum_parallel(a, threads, 2) == pytest.approx(2 * a.sum())
+
+
+def test_triad_result_is_b_plus_scalar_c() -> None:
+    n = 1003
+    a, b, c = np.zeros(n), np.arange(n, dtype=np.float64), np.full(n, 2.0)
+    k.triad(a, b, c, 3.0, 2)
+    np.testing.assert_array_equal(a, b + 6.0)
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+def test_parallel_triad_and_fill(threads: int) -> None:
+    n = 500 * threads
+    a, b, c = (np.empty(n) for _ in range(3))
+    k.fill_parallel(a, 0.0, threads)
+    k.fill_parallel(b, 1.0, threads)
+    k.fill_parallel(c, 2.0, threads)
+    k.triad_parallel(a, b, c, 0.5, threads, 3)
+    np.testing.assert_array_equal(a, np.full(n, 2.0))
