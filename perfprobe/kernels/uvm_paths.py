@@ -74,7 +74,8 @@ def run_steps(step: Step, repeats: int) -> dict[str, dict[str, float]]:
     return {part: summarize([s[part] for s in samples]) for part in samples[0]}
 
 
-def _gpu_read(b: Bench, ptr: int, view: np.ndarray, what: str, before: Callable[[], None] | None = None) -> Step:
+def _gpu_read(b: Bench, ptr: int, view: np.ndarray, what: str,
+              before: Callable[[], None] | None = None) -> Step:
     """Host writes `view`, then (optionally `before`, e.g. a prefetch) the kernel reads `ptr`."""
     def step(salt: int) -> dict[str, float]:
         host_fill(view, salt, b.period)

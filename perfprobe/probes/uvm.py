@@ -2,7 +2,8 @@
 
 measure() times one read-reduce kernel over data that reaches the GPU in different ways (page
 faults, prefetch, advice, explicit copy, mapped pinned memory, pageable memory) and the way back
-(the host reading GPU-written managed memory). judge() is pure: rules in uvm_rules, tables and metrics in uvm_report.
+(the host reading GPU-written managed memory). judge() is pure: rules in uvm_rules, tables and
+metrics in uvm_report.
 """
 
 from __future__ import annotations

@@ -73,8 +73,8 @@ def facts(raw: Mapping[str, Any]) -> dict[str, Any]:
             "cuda_runtime_version": device.get("cuda_runtime_version"),
             "cuda_driver_version": device.get("cuda_driver_version"),
             "size_bytes": raw.get("size_bytes"), "repeats": raw.get("repeats"),
-            "passes": raw.get("passes"), "host_threads": raw.get("host_threads"), "api_used": raw.get("api_used") or {},
-            "api_notes": raw.get("api_notes") or []}
+            "passes": raw.get("passes"), "host_threads": raw.get("host_threads"),
+            "api_used": raw.get("api_used") or {}, "api_notes": raw.get("api_notes") or []}
 
 
 def _row(raw: Mapping[str, Any], path: str) -> tuple[Cell, ...]:
@@ -83,7 +83,7 @@ def _row(raw: Mapping[str, Any], path: str) -> tuple[Cell, ...]:
         return (path, f"skipped: {entry.get('skipped', 'not measured')}", None, None, None, None, None)
     t, moving = entry["time_s"], move_s(raw, path)
     return (path, HOW.get(path, ""), _round(t["median"] * 1e3),
-            f"{t['min'] * 1e3:.3g}–{t['max'] * 1e3:.3g}", None if moving is None else round(moving * 1e3, 2),
+            f"{t['min'] * 1e3:.3g}–{t['max'] * 1e3:.3g}", None if moving is None else _round(moving * 1e3),
             _round(gbs(raw, path)), _round(ratio_to_reference(raw, path)))
 
 
