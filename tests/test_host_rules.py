@@ -162,3 +162,23 @@ def test_judge_on_every_tree(name: str, fixture_tree: Callable[[str], Path]) -> 
     if name == "8em64t-2s2ca2c-buggynuma":
         assert assessment.verdict is Verdict.WARN
         assert sum("NUMA facts contradict" in f.message for f in assessment.findings) == 2
+
+
+DATA = Path(__file__).parent / "data"
+
+
+def test_recorded_h200_host_passes() -> None:
+    """Facts read live on the device machine (one H200, Firecracker guest): a healthy GPU host."""
+    host = json.loads((DATA / "host_h200_facts.json").read_text())
+    assessment = judge({}, host)
+    assert assessment.verdict is Verdict.PASS, [f.message for f in assessment.findings]
+    assert assessment.metrics["gpus"].value == 1 and assessment.metrics["cache_bytes.L3"].value == 300 << 20
+    gpu_rows = next(t for t in assessment.tables if t.title == "GPUs").rows
+    assert gpu_rows[0][1] == "NVIDIA H200" and gpu_rows[0][4] == gpu_rows[0][5] == "Gen5 x16"
+
+
+def test_recorded_dev_vm_warns_only_on_memlock() -> None:
+    """Facts read on the 2-core KVM dev VM: its 8 MiB memlock limit is its one warning."""
+    host = json.loads((DATA / "host_dev_kvm2c_facts.json").read_text())
+    warned = [f.message for f in judge({}, host).findings if f.verdict is Verdict.WARN]
+    assert len(warned) == 1 and "Locked-memory limit" in warned[0]
