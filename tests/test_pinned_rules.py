@@ -26,7 +26,7 @@ def verdicts(assessment) -> list[tuple[Verdict, str]]:
     return [(f.verdict, f.message) for f in assessment.findings]
 
 
-@pytest.mark.parametrize("name", ["pinned_h200.json", "pinned_h200_quick.json"])
+@pytest.mark.parametrize("name", ["pinned_h200.json", "pinned_h200_quick.json", "pinned_h200_run1.json"])
 def test_recorded_h200_passes_with_figures(name: str) -> None:
     raw, host = recording(name)
     result = pinned_rules.judge(raw, host)

@@ -1,10 +1,13 @@
 """Judgement of `perfprobe streams`: pure functions from recorded numbers to findings.
 
-The ideal time of a pipeline of N chunks is what perfect overlap could reach on this GPU: the
-busiest resource's total (H2D, kernel, D2H, or both copies' bytes at the measured both-directions
-rate: the copy engines share the link, so 2x one direction is not reachable) plus one chunk's ramp
-(the other stages of the first and last chunk, which cannot overlap anything), and never more
-than the serial sum. Efficiency = ideal / measured.
+The ideal time of a pipeline of N chunks is what perfect overlap could reach on this GPU, the larger
+of two floors, and never more than the serial sum:
+- the busiest engine's total (H2D, kernel or D2H) plus one chunk's ramp (the other two stages of
+  the first and last chunk, which nothing can hide): slowest + (sum - slowest) / N;
+- both copies' bytes at the measured both-directions rate (the copy engines share the link, so
+  two directions at once do not run at twice one direction's rate), except that the first chunk's
+  H2D and the last chunk's D2H run alone, at the one-direction rate: both * (1 - 1/N) + (H2D + D2H) / N.
+Efficiency = ideal / measured.
 """
 
 from __future__ import annotations
@@ -23,8 +26,10 @@ def ideal_ms(stages: Mapping[str, float], chunks: int) -> float:
     h2d, kernel, d2h = stages["h2d"], stages["kernel"], stages["d2h"]
     serial = h2d + kernel + d2h
     slowest = max(h2d, kernel, d2h)
-    bottleneck = max(slowest, stages.get("both", 0.0))
-    return min(serial, bottleneck + (serial - slowest) / chunks)
+    engines = slowest + (serial - slowest) / chunks
+    both = stages.get("both")
+    link = both * (1 - 1 / chunks) + (h2d + d2h) / chunks if both else 0.0
+    return min(serial, max(engines, link))
 
 
 def efficiency(raw: Mapping[str, Any], config: Mapping[str, Any]) -> float:
@@ -106,8 +111,10 @@ def host_overlap_findings(raw: Mapping[str, Any]) -> list[Finding]:
 
 
 def hidden_fraction(o: Mapping[str, float]) -> float:
-    """Share of the shorter of host and GPU work that overlapping saved."""
-    return (o["sync_ms"] - o["async_ms"]) / max(min(o["host_ms"], o["gpu_ms"]), 1e-9)
+    """Share of the shorter of host and GPU work that overlapping saved, within [0, 1] (the sync run
+    also pays one more synchronisation, so the raw ratio can pass 1 by a hair)."""
+    saved = (o["sync_ms"] - o["async_ms"]) / max(min(o["host_ms"], o["gpu_ms"]), 1e-9)
+    return min(1.0, max(0.0, saved))
 
 
 def judge(raw: Mapping[str, Any], host: Mapping[str, Any]) -> Assessment:
