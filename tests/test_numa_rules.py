@@ -169,3 +169,14 @@ def test_unverifiable_placement_warns_only_on_several_nodes():
     single_raw, single_host = load("this_host_kvm_1node")
     single_raw = dict(single_raw, pages=[dict(raw["pages"][1], node=0)])
     assert not warnings(single_raw, single_host)
+
+
+def test_small_working_set_note_uses_the_size_actually_used():
+    raw, host = load("two_socket_healthy")
+    raw = copy.deepcopy(raw)
+    raw["largest_cache_bytes"] = 300 << 20
+    raw["method"]["working_set_bytes"] = 1200 << 20
+    for pair in raw["pairs"]:
+        pair["working_set_bytes"] = 802 << 20
+    notes = [f.message for f in numa.judge(raw, host).findings if "working set" in f.message]
+    assert notes and notes[0].startswith("working set 802 MiB is only 2.7x the largest cache (300 MiB)")

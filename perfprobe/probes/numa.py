@@ -226,7 +226,8 @@ def check_pages(address: int, size: int, node: int) -> dict[str, Any]:
     """Where the buffer's pages are: up to PAGE_CHECKS pages, evenly spread, asked with move_pages
     (or, where that call is missing, get_mempolicy per page). Unanswerable: a record with "error"."""
     page = mmap.PAGESIZE
-    addresses = [address + k * page for k in range(0, size // page, max(1, size // page // PAGE_CHECKS))]
+    count = size // page
+    addresses = [address + k * page for k in range(0, count, max(1, -(-count // PAGE_CHECKS)))]
     try:
         status, method = numa_sys.page_nodes(addresses), "move_pages"
     except OSError:

@@ -265,7 +265,8 @@ def rule_memory_balance(raw: Mapping[str, Any], host: Mapping[str, Any]) -> list
 
 def rule_working_set(raw: Mapping[str, Any], host: Mapping[str, Any]) -> list[Finding]:
     """A working set not far above the largest cache reads low: say so."""
-    size = (raw.get("method") or {}).get("working_set_bytes")
+    sizes = [p["working_set_bytes"] for p in raw.get("pairs", []) if p.get("working_set_bytes")]
+    size = min(sizes) if sizes else (raw.get("method") or {}).get("working_set_bytes")
     cache = raw.get("largest_cache_bytes")
     if not size or not cache or size >= SMALL_WORKING_SET * cache:
         return []
