@@ -25,8 +25,12 @@ from perfprobe.config import UsageError
 from perfprobe.host.parse import format_cpulist
 
 
-class BindError(RuntimeError):
-    """The binding was set but did not verify (or could not be set): the run must not go on."""
+class BindError(UsageError):
+    """The binding was set but did not verify (or could not be set): the run must not go on.
+
+    A UsageError on purpose: `--bind N` asked for something this host won't honour, so the CLI
+    says it in one line and exits 2 before anything is measured — never a traceback, and never an
+    exit code (1) that an ops script would read as a mere warning."""
 
 
 def _nodes(host: Mapping[str, Any]) -> list[Mapping[str, Any]]:

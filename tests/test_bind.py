@@ -117,3 +117,16 @@ def test_cli_bind_to_a_missing_node_exits_2_with_one_line():
     assert done.returncode == 2 and done.stdout == ""
     assert done.stderr.strip().splitlines() == [f"perfprobe: error: NUMA node 7 does not exist; "
                                                 f"valid nodes for --bind: {valid}"]
+
+
+def test_a_binding_that_does_not_take_is_one_line_and_exit_2():
+    node = _live_valid_nodes()[0]
+    code = (
+        "import sys\n"
+        "from perfprobe import bind, cli\n"
+        "bind.numa_sys.set_mempolicy = lambda mode, nodes: None  # the memory half silently ignored\n"
+        f"cli.main(['numa', '--bind', '{node}', '--quick'])\n")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 2 and done.stdout == ""
+    (line,) = done.stderr.strip().splitlines()
+    assert line.startswith(f"perfprobe: error: binding to NUMA node {node} did not take: memory policy is default")
