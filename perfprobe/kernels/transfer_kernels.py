@@ -2,8 +2,9 @@
 
 Every copy is one cudaMemcpyAsync on a stream, bracketed by CUDA events (device time) and a host
 clock around the enqueue call (how long the calling thread was held). Pinned buffers are taken with
-cudaHostAlloc directly (not cupy's pinned pool, which would hide the allocation cost and keep the
-memory after the probe); `HostBuffers` frees them in its `close`, which callers run in `finally`.
+cudaHostAlloc and device buffers with cudaMalloc directly (not cupy's pools, which would hide the
+allocation cost and keep the memory after the probe); `Allocations.close`, run in `finally`, frees
+them by pointer, so nothing outlives the probe even while a traceback still references arrays.
 Returns plain numbers only; judgement lives in perfprobe/probes/pinned_rules.py.
 """
 
@@ -28,20 +29,42 @@ def pinned_array(cupy: ModuleType, nbytes: int) -> tuple[int, np.ndarray]:
     return ptr, np.frombuffer((ctypes.c_ubyte * nbytes).from_address(ptr), dtype=np.uint8)
 
 
-class HostBuffers:
-    """Pinned host allocations of one measurement, all freed by `close` (also on error, Ctrl-C)."""
+class Allocations:
+    """Pinned host and device memory of one measurement, all freed by `close` (also on error and
+    Ctrl-C): it waits for the device first, then frees every pointer, then empties cupy's pools."""
 
     def __init__(self, cupy: ModuleType) -> None:
         self._cupy = cupy
         self._pinned: list[int] = []
+        self._device: list[int] = []
 
     def pinned(self, nbytes: int) -> tuple[int, np.ndarray]:
+        """cudaHostAlloc'd bytes: (pointer, numpy uint8 view)."""
         ptr, view = pinned_array(self._cupy, nbytes)
         self._pinned.append(ptr)
         return ptr, view
 
+    def device(self, nbytes: int) -> int:
+        """cudaMalloc'd bytes on the current device: the pointer."""
+        ptr = int(self._cupy.cuda.runtime.malloc(nbytes))
+        self._device.append(ptr)
+        return ptr
+
+    def device_array(self, count: int, dtype: Any) -> Any:
+        """A cupy array over fresh cudaMalloc'd memory that this object (not cupy) frees."""
+        cupy = self._cupy
+        nbytes = count * np.dtype(dtype).itemsize
+        memory = cupy.cuda.UnownedMemory(self.device(nbytes), nbytes, owner=self)
+        return cupy.ndarray((count,), dtype=dtype, memptr=cupy.cuda.MemoryPointer(memory, 0))
+
     def close(self) -> None:
         runtime = self._cupy.cuda.runtime
+        try:
+            runtime.deviceSynchronize()  # nothing in flight may touch memory about to be freed
+        except Exception:  # a sticky CUDA error: free anyway; the original error is on its way up
+            pass
+        while self._device:
+            runtime.free(self._device.pop())
         while self._pinned:
             runtime.freeHost(self._pinned.pop())
         self._cupy.get_default_memory_pool().free_all_blocks()
@@ -118,8 +141,10 @@ def pinning_cost(cupy: ModuleType, existing: np.ndarray, repeats: int) -> dict[s
         runtime.freeHost(ptr)
         t2 = time.perf_counter()
         runtime.hostRegister(host_pointer(existing), nbytes, 0)
-        t3 = time.perf_counter()
-        runtime.hostUnregister(host_pointer(existing))
+        try:
+            t3 = time.perf_counter()
+        finally:
+            runtime.hostUnregister(host_pointer(existing))
         t4 = time.perf_counter()
         alloc.append((t1 - t0) * 1e3 * per_gib)
         free.append((t2 - t1) * 1e3 * per_gib)

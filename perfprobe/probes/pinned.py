@@ -85,7 +85,7 @@ def _measure_device(cupy: Any, device: int, top: int, ctx: ProbeContext) -> dict
 
     bus_id = cupy.cuda.runtime.deviceGetPCIBusId(device)
     nvml = gpu_state.Nvml(bus_id)
-    buffers = tk.HostBuffers(cupy)
+    buffers = tk.Allocations(cupy)
     try:
         raw: dict[str, Any] = {"device": {"index": device, "pci_bus_id": bus_id,
                                           **gpu.device_properties(cupy, device),
@@ -106,9 +106,9 @@ def _sweep_and_load(cupy: Any, tk: Any, gpu_state: Any, nvml: Any, buffers: Any,
                     top: int, ctx: ProbeContext) -> dict[str, Any]:
     import numpy as np
 
-    d_a, d_b = cupy.empty(top, dtype=cupy.uint8), cupy.empty(top, dtype=cupy.uint8)
-    d_a.fill(0x3C)
-    d_b.fill(0xC3)
+    d_a, d_b = buffers.device(top), buffers.device(top)
+    cupy.cuda.runtime.memset(d_a, 0x3C, top)
+    cupy.cuda.runtime.memset(d_b, 0xC3, top)
     pageable = np.empty(top, dtype=np.uint8)
     pageable.fill(0x5A)  # touch every page before timing
     pin_a, view_a = buffers.pinned(top)
@@ -125,14 +125,14 @@ def _sweep_and_load(cupy: Any, tk: Any, gpu_state: Any, nvml: Any, buffers: Any,
         for size in sizes:
             warm, reps = repeats_for(size, ctx.quick)
             for name, src_host in (("pageable", host_pageable), ("pinned", pin_a)):
-                out[name]["h2d"].append(tk.copy_series(cupy, d_a.data.ptr, src_host, size, tk.H2D, warm, reps))
+                out[name]["h2d"].append(tk.copy_series(cupy, d_a, src_host, size, tk.H2D, warm, reps))
                 dst_host = host_pageable if name == "pageable" else pin_b
-                out[name]["d2h"].append(tk.copy_series(cupy, dst_host, d_b.data.ptr, size, tk.D2H, warm, reps))
+                out[name]["d2h"].append(tk.copy_series(cupy, dst_host, d_b, size, tk.D2H, warm, reps))
             out["pinned"]["bidir"].append(
-                tk.bidirectional(cupy, pin_a, d_a.data.ptr, d_b.data.ptr, pin_b, size, warm, reps))
+                tk.bidirectional(cupy, pin_a, d_a, d_b, pin_b, size, warm, reps))
             task.advance()
     expected = out["pinned"]["h2d"][-1]["gbs"]["median"]
-    stream, count = tk.enqueue_load(cupy, d_a.data.ptr, pin_a, top, 0.05, expected)
+    stream, count = tk.enqueue_load(cupy, d_a, pin_a, top, 0.05, expected)
     time.sleep(0.01)
     out["state_under_load"] = nvml.state()
     out["sysfs_link_under_load"] = gpu_state.sysfs_link(bus_id)
@@ -143,7 +143,6 @@ def _sweep_and_load(cupy: Any, tk: Any, gpu_state: Any, nvml: Any, buffers: Any,
     out["numa"] = {"gpu_node": gpu_state.sysfs_link(bus_id)["numa_node"],
                    "pinned_pages": tk.page_nodes(view_a),
                    "pageable_pages": tk.page_nodes(pageable)}
-    del d_a, d_b, view_a, view_b
     return out
 
 

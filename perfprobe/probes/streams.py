@@ -66,9 +66,10 @@ def _measure_device(cupy: Any, device: int, size: int, ctx: ProbeContext) -> dic
 
     props = gpu.device_properties(cupy, device)
     elements = size // 4
-    buffers = tk.HostBuffers(cupy)
-    dev = sk.Device.create(cupy, elements, max(STREAMS), props["multiprocessors"])
+    buffers = tk.Allocations(cupy)
+    dev = None
     try:
+        dev = sk.Device.create(cupy, buffers, elements, max(STREAMS), props["multiprocessors"])
         raw: dict[str, Any] = {"device": {"index": device, **props,
                                           "pci_bus_id": cupy.cuda.runtime.deviceGetPCIBusId(device)},
                                "size_bytes": size, "elements": elements, "quick": ctx.quick}
@@ -78,7 +79,8 @@ def _measure_device(cupy: Any, device: int, size: int, ctx: ProbeContext) -> dic
         raw["host_overlap"] = _host_overlap(sk, dev, elements, raw["iters"])
         return raw
     finally:
-        dev.close()
+        if dev is not None:
+            dev.close()
         buffers.close()
 
 
