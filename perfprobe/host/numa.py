@@ -65,14 +65,14 @@ def _column_ids(sr: SysRoot, ids: list[int], width: int) -> list[int]:
 
 def _distances(sr: SysRoot, ids: list[int]) -> list[list[int | None]]:
     """Square matrix in the order of `ids`; a row missing or of the wrong length is all None."""
-    matrix = []
+    matrix: list[list[int | None]] = []
     for node in ids:
         row = _ints(sr.read_text(f"{NODE_DIR}/node{node}/distance"))
         columns = _column_ids(sr, ids, len(row)) if row else []
         if len(columns) != len(row) or not set(ids) <= set(columns):
             matrix.append([None] * len(ids))
             continue
-        by_id = dict(zip(columns, row))
+        by_id: dict[int, int | None] = dict(zip(columns, row))
         matrix.append([by_id[other] for other in ids])
     return matrix
 

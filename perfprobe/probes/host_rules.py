@@ -161,8 +161,8 @@ def node_memory(host: Host) -> list[Finding]:
                         "Populate DIMMs on every socket") for node, size in sizes.items() if size == 0]
     known = {node: size for node, size in sizes.items() if size}
     if len(known) > 1 and max(known.values()) > NODE_MEMORY_IMBALANCE * min(known.values()):
-        small = min(known, key=known.get)
-        big = max(known, key=known.get)
+        small = min(known, key=lambda node: known[node])
+        big = max(known, key=lambda node: known[node])
         findings.append(Finding(Verdict.WARN, f"NUMA node memory is unbalanced: node {small} has "
                                 f"{format_bytes(known[small])}, node {big} {format_bytes(known[big])}",
                                 "Populate memory channels evenly across sockets"))
