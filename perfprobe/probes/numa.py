@@ -4,7 +4,7 @@ For each memory node j, one buffer is mapped, its pages are asked for on j (mbin
 never an OOM kill when j is short, the check below catches it instead), faulted in, and then
 checked page by page (move_pages with no target) — a page found elsewhere is a finding, not a
 figure. Every CPU node i then chases pointers through it with its threads pinned to i (latency) and
-reads it with all of i's usable CPUs (bandwidth). Judgement lives in numa_rules.py.
+reads it with all of i's usable CPUs (bandwidth). Rules live in numa_rules.py, tables in numa_tables.py.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from typing import Any, Mapping
 
 from perfprobe import bind, numa_sys
 from perfprobe.gpu import host_memory_budget
-from perfprobe.model import Assessment, Metric, Table
+from perfprobe.model import Assessment, Metric
 from perfprobe.probe import Probe, ProbeContext, ProbeSkipped
 from perfprobe.probes import numa_rules, numa_tables
 from perfprobe.stats import summarize
