@@ -10,6 +10,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from perfprobe.host import read_host_facts
 from perfprobe.host.gpus import nvml_gpus
@@ -189,3 +191,28 @@ def test_nvml_missing_or_failing(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setitem(sys.modules, "pynvml", broken)
     gpus, note = nvml_gpus(SysRoot(None), [])
     assert gpus == [] and "NVML did not start" in note
+
+
+FUZZED_FILES = (
+    "sys/devices/system/cpu/online", "sys/devices/system/cpu/present",
+    "sys/devices/system/cpu/cpu0/topology/thread_siblings_list",
+    "sys/devices/system/cpu/cpu0/cache/index0/level", "sys/devices/system/cpu/cpu0/cache/index0/size",
+    "sys/devices/system/cpu/cpu0/cache/index0/shared_cpu_list",
+    "sys/devices/system/node/node0/cpulist", "sys/devices/system/node/node0/distance",
+    "sys/devices/system/node/node0/meminfo", "sys/devices/system/node/node2/distance",
+    "sys/devices/system/node/online", "proc/meminfo", "proc/cpuinfo", "proc/mounts", "proc/self/cpuset",
+    "sys/kernel/mm/transparent_hugepage/enabled", "sys/bus/pci/devices/0000:01:00.0/class",
+    "sys/bus/pci/devices/0000:01:00.0/vendor", "sys/bus/pci/devices/0000:01:00.0/numa_node",
+    "sys/bus/pci/devices/0000:01:00.0/max_link_speed",
+)
+garbage = st.one_of(st.text(max_size=40), st.sampled_from(["0-3", "0-1,5", "10 20", "-1", "0x10de", "0x030200",
+                                                         "48K", "[never]", "\x00", "3-1", "99999999999"]))
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.dictionaries(st.sampled_from(FUZZED_FILES), garbage, max_size=len(FUZZED_FILES)))
+def test_garbage_files_never_raise(tmp_path_factory: pytest.TempPathFactory, files: dict[str, str]) -> None:
+    facts = read_host_facts(write(tmp_path_factory.mktemp("fuzz"), files))
+    matrix = facts["numa"]["distances"]
+    assert len(matrix) == len(facts["numa"]["nodes"]) and all(len(row) == len(matrix) for row in matrix)
+    assert set(facts["cpus"]["usable"]) <= set(facts["cpus"]["online"]) or not facts["cpus"]["online"]
