@@ -136,6 +136,14 @@ def test_informational_findings_pass() -> None:
     assert "SMT is on" in text and "16 huge pages" in text and "something odd" in text and "No GPU facts" in text
 
 
+def test_nvidia_cards_without_nvml_are_named() -> None:
+    def change(host: dict[str, Any]) -> None:
+        host["gpus"], host["gpu_note"] = [], "nvidia-ml-py (pynvml) is not installed"
+        host["pci_devices"] = [{"address": "0000:3b:00.0", "class": "0x030200", "vendor": "0x10de", "numa_node": 0}]
+    findings = judge({}, with_(change)).findings
+    assert any("1 NVIDIA GPU(s) on the PCI bus" in f.message and "nvidia-ml-py" in f.advice for f in findings)
+
+
 def test_every_rule_tolerates_an_empty_host() -> None:
     for rule in host_rules.RULES:
         assert rule({}) == [] or all(f.verdict is Verdict.PASS for f in rule({}))

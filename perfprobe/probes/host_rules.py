@@ -188,10 +188,17 @@ def hugepages(host: Host) -> list[Finding]:
 
 
 def gpu_facts(host: Host) -> list[Finding]:
+    """Why there are no GPU facts, and whether NVIDIA cards sit on the PCI bus all the same."""
     note = host.get("gpu_note")
     if host.get("gpus") or not note:
         return []
-    return [Finding(Verdict.PASS, f"No GPU facts: {note}")]
+    cards = [d for d in host.get("pci_devices") or []
+             if d.get("vendor") == "0x10de" and str(d.get("class") or "").startswith("0x03")]
+    if not cards:
+        return [Finding(Verdict.PASS, f"No GPU facts: {note}")]
+    return [Finding(Verdict.PASS, f"{len(cards)} NVIDIA GPU(s) on the PCI bus, but no GPU facts: {note}",
+                    "Install the NVIDIA driver and perfprobe[gpu] (nvidia-ml-py) to read their links "
+                    "and NUMA nodes")]
 
 
 def notes(host: Host) -> list[Finding]:
