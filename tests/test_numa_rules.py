@@ -180,3 +180,29 @@ def test_small_working_set_note_uses_the_size_actually_used():
         pair["working_set_bytes"] = 802 << 20
     notes = [f.message for f in numa.judge(raw, host).findings if "working set" in f.message]
     assert notes and notes[0].startswith("working set 802 MiB is only 2.7x the largest cache (300 MiB)")
+
+
+def test_noisy_figures_are_left_out_of_comparisons_and_said():
+    raw, host = load("two_socket_slow_node")
+    raw = copy.deepcopy(raw)
+    for pair in raw["pairs"]:
+        if pair["cpu_node"] == pair["mem_node"] == 1:  # the slow node's own figures, but all over the place
+            pair["latency_ns"]["iqr"] = 0.34 * pair["latency_ns"]["median"]
+            pair["read_gbs"]["iqr"] = 0.2 * pair["read_gbs"]["median"]
+    result = numa.judge(raw, host)
+    assert not [f for f in result.findings if f.verdict is Verdict.WARN]
+    notes = [f.message for f in result.findings if "varied between repeats" in f.message]
+    assert notes[0].startswith("latency of CPU->memory node pair(s) 1->1 varied between repeats by up to 34%")
+    assert notes[1].startswith("read bandwidth of CPU->memory node pair(s) 1->1")
+    assert result.metrics["latency_ns.1.1"].value == pytest.approx(121.7)  # still reported as a figure
+
+
+def test_emulated_two_node_guest_run():
+    raw, host = load("emulated_two_node_tcg")
+    assert [(p["node"], p["on_node"] == p["checked"] > 0) for p in raw["pages"]] == [(0, True), (1, True)]
+    result = numa.judge(raw, host)
+    assert {k for k in result.metrics if k.startswith("latency_ns.")} == {
+        "latency_ns.0.0", "latency_ns.0.1", "latency_ns.1.0", "latency_ns.1.1"}
+    found = warnings(raw, host)
+    assert len(found) == 1 and found[0].startswith("node 1 has 0.5 GiB of memory, node 0 0.9 GiB")
+    assert any("varied between repeats" in f.message for f in result.findings)

@@ -19,6 +19,7 @@ EMULATED_PENALTY = 1.10        # measured remote/local below this while the tabl
 MEMORY_TOTAL_RATIO = 1.5       # largest/smallest node memory (CPU nodes) above this: unbalanced
 LOW_FREE_FRACTION, HIGH_FREE_FRACTION = 0.10, 0.50
 SMALL_WORKING_SET = 4          # working set below this many times the largest cache: a note
+NOISE_LIMIT = 0.15             # IQR / median above this: the pair's figure is too noisy to compare
 
 Pair = tuple[int, int]
 
@@ -36,6 +37,16 @@ def pair_figures(raw: Mapping[str, Any], key: str) -> dict[Pair, float]:
         if value is not None and pair["mem_node"] not in bad:
             figures[(pair["cpu_node"], pair["mem_node"])] = float(value)
     return figures
+
+
+def noisy_pairs(raw: Mapping[str, Any], key: str) -> dict[Pair, float]:
+    """Pairs whose repeats of `key` spread too far (IQR / median) for their median to be compared."""
+    noisy = {}
+    for pair in raw.get("pairs", []):
+        figure = pair.get(key) or {}
+        if figure.get("median") and figure.get("iqr", 0) / figure["median"] > NOISE_LIMIT:
+            noisy[(pair["cpu_node"], pair["mem_node"])] = figure["iqr"] / figure["median"]
+    return noisy
 
 
 def misplaced_nodes(raw: Mapping[str, Any]) -> list[int]:
@@ -134,8 +145,9 @@ def _others_median(values: Mapping[int, float], node: int) -> float | None:
 
 def rule_slow_node(raw: Mapping[str, Any], host: Mapping[str, Any]) -> list[Finding]:
     """A node whose local latency or bandwidth is far off the other nodes' (missing DIMM, throttling)."""
-    latency = {i: v for (i, j), v in pair_figures(raw, "latency_ns").items() if i == j}
-    bandwidth = {i: v for (i, j), v in pair_figures(raw, "read_gbs").items() if i == j}
+    noisy = set(noisy_pairs(raw, "latency_ns")) | set(noisy_pairs(raw, "read_gbs"))
+    latency = {i: v for (i, j), v in pair_figures(raw, "latency_ns").items() if i == j and (i, j) not in noisy}
+    bandwidth = {i: v for (i, j), v in pair_figures(raw, "read_gbs").items() if i == j and (i, j) not in noisy}
     threads = {p["cpu_node"]: p.get("threads") for p in raw.get("pairs", [])
                if p["cpu_node"] == p["mem_node"]}
     advice = ("check that every memory channel of this socket is populated like the others' "
@@ -157,7 +169,8 @@ def rule_slow_node(raw: Mapping[str, Any], host: Mapping[str, Any]) -> list[Find
 
 def rule_remote_penalty(raw: Mapping[str, Any], host: Mapping[str, Any]) -> list[Finding]:
     """Measured remote/local latency against the distance table's ratio."""
-    ratios = remote_ratios(raw)
+    noisy = noisy_pairs(raw, "latency_ns")
+    ratios = {(i, j): r for (i, j), r in remote_ratios(raw).items() if (i, j) not in noisy and (i, i) not in noisy}
     if not ratios:
         return []
     findings = []
@@ -185,6 +198,20 @@ def rule_remote_penalty(raw: Mapping[str, Any], host: Mapping[str, Any]) -> list
     return [Finding(Verdict.PASS, f"remote latency costs up to {worst:.2f}x local (node {i} -> node "
                     f"{j}){said}", "keep each thread's memory on its own node: first-touch from the "
                     "thread that uses it, or bind (numactl --cpunodebind=N --membind=N)")]
+
+
+def rule_noise(raw: Mapping[str, Any], host: Mapping[str, Any]) -> list[Finding]:
+    """Figures whose repeats spread too far are shown but left out of the comparisons: say so."""
+    findings = []
+    for key, what in (("latency_ns", "latency"), ("read_gbs", "read bandwidth")):
+        noisy = noisy_pairs(raw, key)
+        if noisy:
+            pairs = ", ".join(f"{i}->{j}" for i, j in sorted(noisy))
+            findings.append(Finding(Verdict.PASS, f"{what} of CPU->memory node pair(s) {pairs} varied between "
+                                    f"repeats by up to {max(noisy.values()):.0%} of the median (IQR): left out "
+                                    "of the slow-node and remote-penalty comparisons",
+                                    "re-run on a quiet host (nothing else running), without --quick for more repeats"))
+    return findings
 
 
 def _process_nodes(raw: Mapping[str, Any], host: Mapping[str, Any]) -> set[int]:
@@ -276,7 +303,7 @@ def rule_working_set(raw: Mapping[str, Any], host: Mapping[str, Any]) -> list[Fi
 
 
 RULES = (rule_single_node, rule_misplaced_pages, rule_unverified_pages, rule_skipped_pairs, rule_notes,
-         rule_sampled, rule_slow_node, rule_remote_penalty, rule_gpu_locality, rule_balancing_while_bound,
+         rule_sampled, rule_noise, rule_slow_node, rule_remote_penalty, rule_gpu_locality, rule_balancing_while_bound,
          rule_memory_balance, rule_working_set)
 
 
