@@ -2,12 +2,15 @@
 
 Builds the reference with nvcc on this host, runs it, runs `perfprobe uvm` at the same size
 (recording its raw numbers), runs the reference again, and compares the median time of each path
-both measure. Targets: prefetch + kernel, pinned copy + kernel and zero-copy within 5% of the
-reference (the mean of its two runs); the prefetch of GPU-written data to the host within 15%;
-on-demand migration within 35% (it varies from run to run on the reference too).
+both measure. Target: perfprobe's median lies within the span of the reference's two runs, widened
+by the path's tolerance: 5% for prefetch + kernel, pinned copy + kernel and zero-copy (stable to
+0.5% on an H200); 15% for the prefetch of GPU-written data to the host and 25% for on-demand
+migration, which vary from run to run on the reference itself (its two runs of the host prefetch
+differed by 1.54× on an H200, which is why the span and not the mean is the target).
 No GPU or no nvcc: prints "skipped: ..." and exits 0. Target missed: exits 1.
+`--compare DIR` judges the outputs saved in DIR by an earlier run (no GPU needed).
 
-    python bench/bench_uvm.py [--size BYTES] [--out DIR]
+    python bench/bench_uvm.py [--size BYTES] [--out DIR] [--compare DIR]
 """
 
 from __future__ import annotations
@@ -30,7 +33,7 @@ PAIRS = (
     ("explicit_copy_s", "explicit_copy", "time_s", 0.05),
     ("zero_copy_s", "zero_copy", "time_s", 0.05),
     ("host_prefetch_move_s", "host_prefetch", "move_s", 0.15),
-    ("managed_on_demand_s", "managed_on_demand", "time_s", 0.35),
+    ("managed_on_demand_s", "managed_on_demand", "time_s", 0.25),
 )
 
 
@@ -71,28 +74,41 @@ def run_perfprobe(size: int, record: Path) -> dict:
 
 
 def compare(refs: list[dict[str, float]], raw: dict) -> tuple[list[str], bool]:
-    """Table lines and whether every path met its target."""
-    lines = [f"{'path':<22} | {'ref ms':>8} | {'perfprobe ms':>12} | {'ratio':>6} | target | ok", "-" * 70]
+    """Table lines and whether every path met its target (within the widened reference span)."""
+    lines = [f"{'path':<18} | {'reference ms':>15} | {'perfprobe ms':>12} | target | ok", "-" * 66]
     ok = True
     for ref_key, path, part, tolerance in PAIRS:
         entry = raw["paths"].get(path) or {}
         if part not in entry:
-            lines.append(f"{path:<22} | not measured by perfprobe: {entry.get('skipped', '?')}")
+            lines.append(f"{path:<18} | not measured by perfprobe: {entry.get('skipped', '?')}")
             continue
-        ref = sum(r[ref_key] for r in refs) / len(refs)
+        low, high = min(r[ref_key] for r in refs), max(r[ref_key] for r in refs)
         ours = entry[part]["median"]
-        met = abs(ours / ref - 1) <= tolerance
+        met = low * (1 - tolerance) <= ours <= high * (1 + tolerance)
         ok &= met
-        lines.append(f"{path:<22} | {ref * 1e3:8.2f} | {ours * 1e3:12.2f} | {ours / ref:6.3f} | "
-                     f"±{tolerance:.0%}  | {'ok' if met else 'MISS'}")
+        span = f"{low * 1e3:.2f}–{high * 1e3:.2f}"
+        lines.append(f"{path:<18} | {span:>15} | {ours * 1e3:12.2f} | ±{tolerance:<4.0%} | "
+                     f"{'ok' if met else 'MISS'}")
     return lines, ok
+
+
+def report(refs: list[dict[str, float]], raw: dict, size: int) -> int:
+    lines, ok = compare(refs, raw)
+    print("\n".join([f"uvm paths at {size >> 20} MiB, median ms (reference: the span of 2 runs of "
+                     "bench/uvm_ref.cu)", *lines, "targets " + ("met" if ok else "MISSED")]))
+    return 0 if ok else 1
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--size", type=int, default=1 << 30)
     parser.add_argument("--out", type=Path, default=None, help="folder for the raw outputs")
+    parser.add_argument("--compare", type=Path, default=None, help="judge a saved run's folder")
     args = parser.parse_args()
+    if args.compare:
+        refs = json.loads((args.compare / "uvm_ref.json").read_text())
+        raw = json.loads((args.compare / "uvm_record.json").read_text())["raw"]
+        return report(list(refs.values()), raw[next(iter(raw))], refs["first"]["size_bytes"])
     reason = skip_reason()
     if reason:
         print(f"skipped: {reason}")
@@ -104,10 +120,7 @@ def main() -> int:
     raw = run_perfprobe(args.size, out / "uvm_record.json")
     second = run_reference(args.size)
     (out / "uvm_ref.json").write_text(json.dumps({"first": first, "second": second}, indent=1))
-    lines, ok = compare([first, second], raw)
-    print("\n".join([f"uvm paths at {args.size >> 20} MiB, median ms (reference: mean of 2 runs of "
-                     "bench/uvm_ref.cu)", *lines, "targets " + ("met" if ok else "MISSED")]))
-    return 0 if ok else 1
+    return report([first, second], raw, args.size)
 
 
 if __name__ == "__main__":
