@@ -105,6 +105,9 @@ def device_buffer(cupy: ModuleType, size: int) -> Iterator[int]:
         rt.free(ptr)
 
 
+_VIA_BINDINGS = "cuda.bindings.runtime (cudaMemLocation)"
+
+
 class UvmApi:
     """cudaMemPrefetchAsync and cudaMemAdvise through cupy, else through cuda-bindings."""
 
@@ -130,7 +133,7 @@ class UvmApi:
     def _call(self, op: str, location: int, via_cupy: Callable[[], Any],
               via_bindings: Callable[[ModuleType], None]) -> None:
         key = f"{op} to {'host' if location == HOST else 'device'}"
-        if self.used.get(key) != "cuda.bindings":
+        if self.used.get(key) != _VIA_BINDINGS:  # once cupy's call failed, go straight to bindings
             try:
                 via_cupy()
                 self.used[key] = "cupy.cuda.runtime"
@@ -143,7 +146,7 @@ class UvmApi:
             raise PathUnavailable(f"{key}: cupy's call failed and cuda-bindings is not installed "
                                   "(pip install cuda-bindings)") from exc
         via_bindings(cudart)
-        self.used[key] = "cuda.bindings.runtime (cudaMemLocation)"
+        self.used[key] = _VIA_BINDINGS
 
 
 def _bindings_location(cudart: ModuleType, location: int) -> Any:

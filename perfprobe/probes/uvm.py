@@ -16,7 +16,7 @@ from perfprobe.probes import uvm_report
 
 DEFAULT_SIZE = 4 << 30
 QUICK_SIZE = 256 << 20
-DEFAULT_REPEATS, QUICK_REPEATS = 3, 3
+REPEATS = 3  # timed runs per path after one warm-up; --quick saves time through the size instead
 DEFAULT_PASSES = 8
 _UNIT = 1 << 20  # sizes are whole MiB: a multiple of the kernels' data pattern
 
@@ -80,7 +80,7 @@ def _measure_on(cupy: Any, device: int, ctx: ProbeContext) -> dict[str, Any]:
     free, _total = cupy.cuda.runtime.memGetInfo()
     size, note = choose_size(ctx.config.option("size", None), ctx.quick, int(free),
                              host_memory_budget(ctx.host, 1.0))
-    repeats = int(ctx.config.option("repeats", QUICK_REPEATS if ctx.quick else DEFAULT_REPEATS))
+    repeats = int(ctx.config.option("repeats", REPEATS))
     passes = int(ctx.config.option("passes", DEFAULT_PASSES))
     stream = cupy.cuda.Stream(non_blocking=True)
     api = uvm_memory.UvmApi(cupy, device)
