@@ -216,3 +216,19 @@ def test_garbage_files_never_raise(tmp_path_factory: pytest.TempPathFactory, fil
     matrix = facts["numa"]["distances"]
     assert len(matrix) == len(facts["numa"]["nodes"]) and all(len(row) == len(matrix) for row in matrix)
     assert set(facts["cpus"]["usable"]) <= set(facts["cpus"]["online"]) or not facts["cpus"]["online"]
+
+
+def test_live_without_sysfs_cpus_falls_back_to_affinity(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr("perfprobe.host.SysRoot", lambda root: _LiveAt(tmp_path))
+    monkeypatch.setitem(sys.modules, "pynvml", None)
+    facts = read_host_facts()
+    assert facts["cpus"]["online"] == sorted(os.sched_getaffinity(0))
+    assert any("affinity taken as online" in note for note in facts["notes"])
+
+
+class _LiveAt(SysRoot):
+    """A live reader whose /sys and /proc are an (empty) tmp tree."""
+
+    def __init__(self, root: Path) -> None:
+        super().__init__(root)
+        self.live = True

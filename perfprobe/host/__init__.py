@@ -7,6 +7,7 @@ The dict's shape is documented in docs/DEVELOPING.md ("Host facts").
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Any
 
@@ -28,7 +29,10 @@ def read_host_facts(root: Path | str | None = None) -> dict[str, Any]:
     sr = SysRoot(root)
     notes: list[str] = []
     online, offline = online_and_offline(sr)
-    if not online:
+    if not online and sr.live and hasattr(os, "sched_getaffinity"):
+        online = sorted(os.sched_getaffinity(0))  # sandboxes (gVisor, some containers) hide sysfs
+        notes.append("no CPU list in sysfs (sys/devices/system/cpu): this process's affinity taken as online")
+    elif not online:
         notes.append("no online CPU could be read from sysfs (sys/devices/system/cpu)")
     cores, packages = topology(sr, online, notes)
     usable, usable_source = usable_cpus(sr, online)
