@@ -8,8 +8,34 @@ from __future__ import annotations
 from typing import Any, Mapping
 
 from perfprobe.model import Assessment, Cell, Metric, Table
-from perfprobe.probes.uvm_rules import (HOW, MEANING, PASSES, TO_GPU, TO_HOST, findings, gbs,
-                                        move_s, ratio_to_reference)
+from perfprobe.probes.uvm_rules import (PASSES, TO_GPU, TO_HOST, findings, gbs, move_s,
+                                        ratio_to_reference)
+
+HOW = {
+    "managed_on_demand": "host-written managed; GPU faults it in",
+    "managed_prefetch": "managed; prefetch to GPU + kernel",
+    "managed_advise_preferred_gpu": "managed; advise preferred = GPU",
+    "managed_advise_accessed_by": "managed; preferred host, accessed-by GPU",
+    "pageable_direct": "malloc'd host memory read in place",
+    "zero_copy": "mapped pinned memory read in place",
+    "explicit_copy": "pinned → device copy + kernel (ref.)",
+    "device_memory": "kernel on device memory (ceiling)",
+    "host_on_demand": "GPU-written managed; CPU faults it in",
+    "host_prefetch": "managed; prefetch to host + CPU read",
+    "host_explicit_copy": "device → pinned copy + CPU read (ref.)",
+    "host_local": "CPU reads host memory (ceiling)",
+}
+
+MEANING = {
+    "managedMemory": "cudaMallocManaged works at all",
+    "concurrentManagedAccess": "CPU and GPU may touch managed memory at once; prefetch and advice work",
+    "pageableMemoryAccess": "kernels can read plain malloc'd host memory",
+    "pageableMemoryAccessUsesHostPageTables": "... through the host's page tables (ATS, no migration)",
+    "hostNativeAtomicSupported": "CPU-GPU atomics are native over the link",
+    "directManagedMemAccessFromHost": "the CPU reads GPU-resident managed memory in place",
+    "canMapHostMemory": "mapped pinned (zero-copy) memory is possible",
+    "unifiedAddressing": "host and device share one address space",
+}
 
 
 def assess(raw: Mapping[str, Any], host: Mapping[str, Any]) -> Assessment:

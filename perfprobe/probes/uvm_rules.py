@@ -28,33 +28,6 @@ PASSES = ("zero_copy_passes", "explicit_copy_passes")
 REFERENCE = {**{p: "explicit_copy" for p in TO_GPU}, **{p: "host_explicit_copy" for p in TO_HOST},
              **{p: "explicit_copy_passes" for p in PASSES}}
 
-HOW = {
-    "managed_on_demand": "host-written managed; GPU faults it in",
-    "managed_prefetch": "managed; prefetch to GPU + kernel",
-    "managed_advise_preferred_gpu": "managed; advise preferred = GPU",
-    "managed_advise_accessed_by": "managed; preferred host, accessed-by GPU",
-    "pageable_direct": "malloc'd host memory read in place",
-    "zero_copy": "mapped pinned memory read in place",
-    "explicit_copy": "pinned → device copy + kernel (ref.)",
-    "device_memory": "kernel on device memory (ceiling)",
-    "host_on_demand": "GPU-written managed; CPU faults it in",
-    "host_prefetch": "managed; prefetch to host + CPU read",
-    "host_explicit_copy": "device → pinned copy + CPU read (ref.)",
-    "host_local": "CPU reads host memory (ceiling)",
-}
-
-MEANING = {
-    "managedMemory": "cudaMallocManaged works at all",
-    "concurrentManagedAccess": "CPU and GPU may touch managed memory at once; prefetch and advice work",
-    "pageableMemoryAccess": "kernels can read plain malloc'd host memory",
-    "pageableMemoryAccessUsesHostPageTables": "... through the host's page tables (ATS, no migration)",
-    "hostNativeAtomicSupported": "CPU-GPU atomics are native over the link",
-    "directManagedMemAccessFromHost": "the CPU reads GPU-resident managed memory in place",
-    "canMapHostMemory": "mapped pinned (zero-copy) memory is possible",
-    "unifiedAddressing": "host and device share one address space",
-}
-
-
 def median_s(raw: Mapping[str, Any], path: str, part: str = "time_s") -> float | None:
     """The median of `path`'s end-to-end time (or of one timed `part`, e.g. "move_s"), or None
     when the path was skipped or the part not recorded."""
@@ -108,7 +81,6 @@ def break_even_passes(raw: Mapping[str, Any]) -> float | None:
     if per_pass_zero <= per_pass_device:
         return None
     return copy_once / (per_pass_zero - per_pass_device)
-
 
 
 def findings(raw: Mapping[str, Any]) -> list[Finding]:
