@@ -206,3 +206,19 @@ def test_emulated_two_node_guest_run():
     found = warnings(raw, host)
     assert len(found) == 1 and found[0].startswith("node 1 has 0.5 GiB of memory, node 0 0.9 GiB")
     assert any("varied between repeats" in f.message for f in result.findings)
+
+
+@pytest.mark.parametrize("path", sorted(DATA.glob("numa_*.json")), ids=lambda p: p.name)
+def test_replay_through_the_cli_validates_against_the_schema(path):
+    import subprocess
+    import sys
+
+    import jsonschema
+
+    done = subprocess.run([sys.executable, "-m", "perfprobe", "numa", "--replay", str(path), "--json"],
+                          capture_output=True, text=True, timeout=60)
+    report = json.loads(done.stdout)
+    schema = json.loads((DATA.parent.parent / "docs" / "report.schema.json").read_text())
+    jsonschema.validate(report, schema)
+    (result,) = report["results"]
+    assert done.returncode == {"pass": 0, "warn": 1}[result["verdict"]]
