@@ -7,6 +7,7 @@ allocation) is exercised without a GPU. It checks nothing about speed: timings a
 
 from __future__ import annotations
 
+import json
 import sys
 import time
 import types
@@ -303,3 +304,26 @@ def test_a_failing_fallback_skips_the_path_with_cudas_message(monkeypatch: pytes
     raw = uvm.measure(_ctx())
     entry = raw["paths"]["host_prefetch"]
     assert entry["unavailable"] and "cudaErrorInvalidValue: invalid argument" in entry["skipped"]
+
+
+def _cli(argv: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str]:
+    from perfprobe import cli
+
+    with pytest.raises(SystemExit) as exit_info:
+        cli.main(argv)
+    return int(exit_info.value.code or 0), capsys.readouterr().out
+
+
+def test_cli_without_a_gpu_skips_with_exit_0(monkeypatch: pytest.MonkeyPatch,
+                                             capsys: pytest.CaptureFixture[str]) -> None:
+    monkeypatch.setitem(sys.modules, "cupy", None)
+    code, out = _cli(["uvm", "--json"], capsys)
+    result = json.loads(out)["results"][0]
+    assert code == 0 and result["verdict"] == "skip" and "cupy" in result["summary"]
+
+
+def test_cli_without_a_gpu_under_require_gpu_exits_3(monkeypatch: pytest.MonkeyPatch,
+                                                     capsys: pytest.CaptureFixture[str]) -> None:
+    monkeypatch.setitem(sys.modules, "cupy", None)
+    code, out = _cli(["uvm", "--json", "--require-gpu"], capsys)
+    assert code == 3 and json.loads(out)["results"][0]["verdict"] == "error"
