@@ -51,12 +51,17 @@ def metrics(host: Mapping[str, Any]) -> dict[str, Metric]:
 
 def summary(host: Mapping[str, Any]) -> str:
     cpu, cpus = host.get("cpu") or {}, host.get("cpus") or {}
-    gpus = host.get("gpus") or []
-    where = "captured tree " + str(host.get("root")) if host.get("source") == "fsroot" else "this host"
-    return (f"{where}: {cpu.get('model') or 'unknown CPU'}, {len(cpus.get('online') or [])} online CPUs "
-            f"({cpu.get('sockets')} sockets × {cpu.get('cores_per_socket')} cores × "
-            f"{cpu.get('threads_per_core')} threads), {len((host.get('numa') or {}).get('nodes') or [])} "
-            f"NUMA node(s), {len(gpus)} GPU(s)")
+    where = f"captured tree {host.get('root')}" if host.get("source") == "fsroot" else "this host"
+    shape = " × ".join(_count(cpu.get(key), unit) for key, unit in
+                       (("sockets", "socket"), ("cores_per_socket", "core"), ("threads_per_core", "thread")))
+    return (f"{where}: {cpu.get('model') or 'unknown CPU'}, {_count(len(cpus.get('online') or []), 'online CPU')} "
+            f"({shape}), {_count(len((host.get('numa') or {}).get('nodes') or []), 'NUMA node')}, "
+            f"{_count(len(host.get('gpus') or []), 'GPU')}")
+
+
+def _count(number: int | None, unit: str) -> str:
+    """3 -> "3 sockets", 1 -> "1 socket", None -> "? sockets"."""
+    return f"{'?' if number is None else number} {unit}{'' if number == 1 else 's'}"
 
 
 def key_figure(host: Mapping[str, Any]) -> str:
