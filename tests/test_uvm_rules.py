@@ -8,6 +8,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+import jsonschema
 import pytest
 
 from perfprobe import cli
@@ -158,10 +159,12 @@ def test_a_capped_size_is_said() -> None:
                                            "the GPU's free memory)")
 
 
-def test_replay_through_the_cli(capsys: pytest.CaptureFixture[str]) -> None:
+def test_replay_through_the_cli_is_valid_against_the_schema(capsys: pytest.CaptureFixture[str]) -> None:
     with pytest.raises(SystemExit) as exit_info:
         cli.main(["uvm", "--replay", str(DATA / "uvm_h200_4g_run2.json"), "--json"])
     report = json.loads(capsys.readouterr().out)
+    schema = json.loads((Path(__file__).resolve().parents[1] / "docs" / "report.schema.json").read_text())
+    jsonschema.validate(report, schema)
     assert exit_info.value.code == 1  # warn
     result = report["results"][0]
     assert result["verdict"] == "warn" and result["device"] == 0
