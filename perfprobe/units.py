@@ -38,7 +38,7 @@ def parse_device(text: str | None) -> int | str | None:
     cleaned = text.strip().lower()
     if cleaned == "all":
         return "all"
-    if cleaned.isdigit():
+    if cleaned.isascii() and cleaned.isdigit():
         return int(cleaned)
     raise UsageError(f"--device {text!r}: expected a GPU index (0, 1, …) or 'all'")
 
