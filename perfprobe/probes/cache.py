@@ -8,6 +8,7 @@ the curve (cache_curve) and says what they mean. Only measure() imports the kern
 
 from __future__ import annotations
 
+import time
 from types import ModuleType
 
 import numpy as np
@@ -37,15 +38,32 @@ def measure(ctx: ProbeContext) -> dict[str, Any]:
     thp = (ctx.host.get("thp") or {}).get("enabled") or thp_mode()
     huge = thp in ("always", "madvise")
     raw: dict[str, Any] = {"plan": _plan_dict(plan), "thp": thp, "curve_pages": "2M" if huge else "4K"}
+    clock = _PhaseClock()
     with page_buffer(plan.max_bytes, huge, np.uint64) as buf:
-        raw["curve"] = _curve(ctx, k, buf, plan, timing)
+        raw["curve"] = clock.run("curve", _curve, ctx, k, buf, plan, timing)
         raw["curve_huge_fraction"] = huge_fraction(buf)
-        raw["pattern"] = _pattern(k, buf, plan, timing)
-        raw["line"] = _line(k, buf, plan, timing)
+        raw["pattern"] = clock.run("pattern", _pattern, k, buf, plan, timing)
+        raw["line"] = clock.run("line", _line, k, buf, plan, timing)
         buf = None
-    raw["pages"] = _pages(k, plan, timing, thp, raw["pattern"]["random_ns"] if huge else None)
-    raw["bandwidth"] = _bandwidth(ctx, k, plan, timing, raw["curve"])
+    huge_ns = raw["pattern"]["random_ns"] if huge else None
+    raw["pages"] = clock.run("pages", _pages, k, plan, timing, thp, huge_ns, ctx.quick)
+    raw["bandwidth"] = clock.run("bandwidth", _bandwidth, ctx, k, plan, timing, raw["curve"])
+    raw["phase_seconds"] = clock.seconds
     return raw
+
+
+class _PhaseClock:
+    """Seconds spent in each phase (kept in the raw numbers: where a run's time went)."""
+
+    def __init__(self) -> None:
+        self.seconds: dict[str, float] = {}
+
+    def run(self, name: str, fn: Any, *args: Any) -> Any:
+        started = time.perf_counter()
+        try:
+            return fn(*args)
+        finally:
+            self.seconds[name] = round(time.perf_counter() - started, 3)
 
 
 def _set_threads(wanted: int) -> int:
@@ -88,15 +106,19 @@ def _line(k: ModuleType, buf: Any, plan: Plan, timing: m.Timing) -> dict[str, An
     offsets = list(PAIR_OFFSETS)
     return {"block_bytes": PAIR_BLOCK, "offsets_bytes": offsets,
             "cached_blocks": cached_blocks, "dram_blocks": dram_blocks,
-            "cached_ns": m.pair_costs(k, buf, cached_blocks, PAIR_BLOCK, offsets, timing),
-            "dram_ns": m.pair_costs(k, buf, dram_blocks, PAIR_BLOCK, offsets, timing)}
+            "cached_ns": m.pair_costs(k, buf, cached_blocks, PAIR_BLOCK, offsets, timing, 1 << 20),
+            # far past every cache: warming would only cost time
+            "dram_ns": m.pair_costs(k, buf, dram_blocks, PAIR_BLOCK, offsets, timing, 1 << 14)}
 
 
-def _pages(k: ModuleType, plan: Plan, timing: m.Timing, thp: str | None,
-           huge_ns: dict | None) -> dict[str, Any]:
-    """Random latency over the largest working set in 4 KiB pages, beside the huge-page figure."""
+def _pages(k: ModuleType, plan: Plan, timing: m.Timing, thp: str | None, huge_ns: dict | None,
+           quick: bool) -> dict[str, Any]:
+    """Random latency over the largest working set in 4 KiB pages, beside the huge-page figure
+    (full runs only: linking a second buffer of that size is the longest step of a quick run)."""
     if huge_ns is None:
         return {"size_bytes": plan.max_bytes, "skipped": f"transparent huge pages are {thp or 'absent'}"}
+    if quick:
+        return {"size_bytes": plan.max_bytes, "skipped": "a --quick run leaves it out"}
     with page_buffer(plan.max_bytes, huge=False, dtype=np.uint64) as small:
         small_ns = m.random_chase_ns(k, small, plan.max_bytes, plan.line_bytes, timing)
         fraction = huge_fraction(small)

@@ -76,13 +76,13 @@ def sequential_chase_ns(k: ModuleType, buf: np.ndarray, size: int, line: int,
 
 
 def pair_costs(k: ModuleType, buf: np.ndarray, n_blocks: int, block: int, offsets: list[int],
-               timing: Timing) -> list[dict[str, Any]]:
+               timing: Timing, warm_steps: int) -> list[dict[str, Any]]:
     """ns per block for two dependent loads a block (word 0, then byte `offset`), per offset."""
     _check_fits(buf, n_blocks * block)
     out = []
     for offset in offsets:
         k.build_pair_blocks(buf, n_blocks, block // WORD, offset // WORD)
-        cost = time_chase(k, buf, timing, warm_steps=min(2 * n_blocks, 1 << 20))
+        cost = time_chase(k, buf, timing, warm_steps=min(2 * n_blocks, warm_steps))
         # time_chase counts loads; a block is two of them
         out.append({key: (v * 2 if key in ("median", "min", "max", "iqr") else v)
                     for key, v in cost.items()})
@@ -103,8 +103,8 @@ def calibrate(run: Callable[[int], Any], run_s: float, start: int = 1) -> int:
 
 
 def time_rate(run: Callable[[int], Any], bytes_per_rep: int, timing: Timing) -> dict[str, Any]:
-    """GB/s of `run(reps)` (which moves `bytes_per_rep` bytes a repeat), median of timed runs."""
-    run(1)
+    """GB/s of `run(reps)` (which moves `bytes_per_rep` bytes a repeat), median of timed runs
+    (calibration's first run is the warm-up)."""
     reps = calibrate(run, timing.run_s, start=max(1, MIN_TIMED_BYTES // max(bytes_per_rep, 1)))
     samples = []
     for _ in range(timing.repeats):

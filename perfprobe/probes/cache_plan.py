@@ -15,6 +15,7 @@ from perfprobe.probes.cache_curve import Level
 DEFAULT_LINE = 64
 DEFAULT_LLC = 32 << 20         # assumed when the host reports no cache at all (said in a note)
 LLC_MULTIPLE = 4               # DRAM figures at >= 4x the last-level cache
+QUICK_LLC_MULTIPLE = 2         # --quick: 2x, still past the LLC, half the linking and page faults
 MEMORY_SHARE = 4               # never more than a quarter of available memory
 MIN_MAX_BYTES = 64 << 10
 PAIR_BLOCK = 1024              # bytes per block in the line-size test (offsets up to half of it)
@@ -68,14 +69,16 @@ def memory_cap(host: Mapping[str, Any]) -> int | None:
 
 def make_plan(host: Mapping[str, Any], options: Mapping[str, Any], quick: bool,
               threads: int) -> Plan:
-    """Sizes and effort for this run: 4x the LLC (or --max-size), capped at the memory share."""
+    """Sizes and effort for this run: 4x the LLC (2x with --quick) or --max-size, capped at the
+    memory share."""
     caches = data_caches(host)
     llc = int(caches[-1]["size_bytes"]) if caches else DEFAULT_LLC
     line = int((caches[0].get("line_bytes") if caches else None) or DEFAULT_LINE)
     asked = options.get("max_size")
-    wanted = int(asked) if asked else LLC_MULTIPLE * llc
+    multiple = QUICK_LLC_MULTIPLE if quick else LLC_MULTIPLE
+    wanted = int(asked) if asked else multiple * llc
     cap = memory_cap(host)
-    max_bytes, limited_by = wanted, "--max-size" if asked else f"{LLC_MULTIPLE}x LLC"
+    max_bytes, limited_by = wanted, "--max-size" if asked else f"{multiple}x LLC"
     if cap is not None and wanted > cap:
         max_bytes, limited_by = cap, "memory"
     repeats = int(options.get("repeats") or (3 if quick else 5))

@@ -56,11 +56,12 @@ def levels_of(raw: Mapping[str, Any], llc: int, reported_levels: int) -> list[Le
 
 
 def line_figures(raw: Mapping[str, Any]) -> dict[str, int | None]:
-    """Line size (working set missing L1 only) and DRAM fetch unit, from the pair costs."""
+    """Line size (working set missing L1 only) and DRAM fetch unit, from the pair costs. The
+    fastest repeat is used: interference only ever adds time, and the sweep compares neighbours."""
     test = raw.get("line") or {}
     offsets = test.get("offsets_bytes") or []
-    cached = [p["median"] for p in test.get("cached_ns") or []]
-    dram = [p["median"] for p in test.get("dram_ns") or []]
+    cached = [p["min"] for p in test.get("cached_ns") or []]
+    dram = [p["min"] for p in test.get("dram_ns") or []]
     return {"line_bytes": read_line(offsets, cached), "fetch_bytes": read_fetch_unit(offsets, dram)}
 
 
@@ -127,8 +128,8 @@ def dram_latency_rule(levels: Sequence[Level], pages: str) -> list[Finding]:
     if ns > limit:
         return [Finding(Verdict.WARN, f"DRAM random latency {ns:.0f} ns is far above a local "
                         f"node's (over {limit:.0f} ns with {pages} pages).",
-                        "Check memory is local (perfprobe numa; --bind NODE), and for a VM, "
-                        "overcommitted or remote host memory.")]
+                        "Check memory is local (perfprobe numa; --bind NODE), that no other job "
+                        "is loading memory, and for a VM, overcommitted or remote host memory.")]
     return []
 
 
@@ -168,8 +169,9 @@ def pages_rule(pages: Mapping[str, Any] | None) -> list[Finding]:
     if not pages:
         return []
     if "skipped" in pages:
-        return [Finding(Verdict.PASS, f"Huge pages not compared: {pages['skipped']}.",
-                        "Set transparent_hugepage to madvise to let programs ask for huge pages.")]
+        advice = ("Run without --quick to compare." if "quick" in pages["skipped"] else
+                  "Set transparent_hugepage to madvise to let programs ask for huge pages.")
+        return [Finding(Verdict.PASS, f"Huge pages not compared: {pages['skipped']}.", advice)]
     gain = pages["small_ns"]["median"] / pages["huge_ns"]["median"]
     if gain >= HUGE_PAGE_GAIN:
         return [Finding(Verdict.PASS, f"Huge pages cut random DRAM latency {gain:.2f}x "

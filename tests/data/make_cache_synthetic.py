@@ -46,14 +46,25 @@ def rates(one: float, many: float) -> dict:
 def healthy() -> dict:
     max_bytes = 240 << 20
     xs = sizes(max_bytes)
-    host = {"cpu": {"model": "SYNTHETIC healthy server"},
-            "cpus": {"usable": list(range(THREADS))},
-            "caches": [{"level": 1, "type": "Data", "size_bytes": 48 << 10, "line_bytes": 64, "shared_cpus": [0]},
-                       {"level": 2, "type": "Unified", "size_bytes": 2 << 20, "line_bytes": 64, "shared_cpus": [0]},
-                       {"level": 3, "type": "Unified", "size_bytes": 60 << 20, "line_bytes": 64,
-                        "shared_cpus": list(range(THREADS))}],
+    host = json.loads((HERE / "cache_kvm2c_full.json").read_text())["host"]  # a complete facts shape
+    cpus = list(range(THREADS))
+    host.update({
+            "cpu": {"model": "SYNTHETIC healthy server", "vendor": "GenuineIntel", "sockets": 1,
+                    "cores_per_socket": THREADS, "threads_per_core": 1},
+            "cpus": {"online": cpus, "offline": [], "usable": cpus, "usable_source": "affinity",
+                     "cores": [[c] for c in cpus], "packages": [cpus]},
+            "numa": {"nodes": [{"id": 0, "cpus": cpus, "memory_total_bytes": 256 << 30,
+                                "memory_free_bytes": 240 << 30}], "distances": [[10]],
+                     "memory_only_nodes": [], "balancing": 0, "notes": []},
+            "notes": ["SYNTHETIC host facts: not read from any machine"],
+            "caches": [{"level": 1, "type": "Data", "size_bytes": 48 << 10, "line_bytes": 64, "ways": 12,
+                        "shared_cpus": [0], "instances": THREADS},
+                       {"level": 2, "type": "Unified", "size_bytes": 2 << 20, "line_bytes": 64, "ways": 16,
+                        "shared_cpus": [0], "instances": THREADS},
+                       {"level": 3, "type": "Unified", "size_bytes": 60 << 20, "line_bytes": 64, "ways": 15,
+                        "shared_cpus": cpus, "instances": 1}],
             "memory": {"total_bytes": 256 << 30, "available_bytes": 240 << 30},
-            "thp": {"enabled": "madvise"}}
+            "thp": {"enabled": "madvise", "defrag": "madvise"}})
     offsets = [8, 16, 32, 64, 128, 256, 512]
     raw = {
         "synthetic": "not recorded: built by tests/data/make_cache_synthetic.py from typical figures",
