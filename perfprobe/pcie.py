@@ -87,7 +87,7 @@ def width_from_text(text: str | None) -> int | None:
     if not text:
         return None
     cleaned = text.strip().lower().lstrip("x")
-    if not cleaned.isdigit():
+    if not (cleaned.isascii() and cleaned.isdigit()):  # '²'.isdigit() is True, int('²') fails
         return None
     width = int(cleaned)
     return width if width > 0 else None

@@ -52,7 +52,7 @@ def test_gen_from_sysfs_speed(text: str | None, gen: int | None) -> None:
 
 
 @pytest.mark.parametrize(("text", "width"), [("16", 16), ("x8\n", 8), ("0", None), ("", None),
-                                             (None, None), ("wide", None)])
+                                             (None, None), ("wide", None), ("²", None)])
 def test_width_from_sysfs_text(text: str | None, width: int | None) -> None:
     assert width_from_text(text) == width
 

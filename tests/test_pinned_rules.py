@@ -125,3 +125,14 @@ def test_plan_top_respects_both_budgets() -> None:
 def test_repeats_are_fewer_for_large_copies() -> None:
     assert repeats_for(1 << 30, False)[1] < repeats_for(1 << 20, False)[1]
     assert repeats_for(1 << 30, True)[1] <= repeats_for(1 << 30, False)[1]
+
+
+def test_link_known_only_under_load_is_still_judged() -> None:
+    raw, _host = recording()
+    for key in ("state_before", "state_after"):
+        raw[key]["link"] = {k: None for k in raw[key]["link"]}
+    raw["state_under_load"]["link"].update(gen_max=None, width_max=None)
+    raw["sysfs_link"] = raw["sysfs_link_under_load"] = {}
+    result = pinned_rules.judge(raw, {"gpus": []})
+    assert "link.rate_gbs" in result.metrics
+    assert not any("unknown" in m for _, m in verdicts(result))

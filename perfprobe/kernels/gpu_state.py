@@ -24,7 +24,8 @@ def normalize_bus_id(bus_id: str | bytes) -> str:
     domain, _, rest = text.partition(":")
     if not rest:
         return text
-    return f"{int(domain, 16):04x}:{rest}" if all(c in "0123456789abcdef" for c in domain) else text
+    is_hex = bool(domain) and all(c in "0123456789abcdef" for c in domain)
+    return f"{int(domain, 16):04x}:{rest}" if is_hex else text
 
 
 def sysfs_link(bus_id: str, root: Path = SYSFS_PCI) -> dict[str, Any]:
@@ -38,7 +39,8 @@ def sysfs_link(bus_id: str, root: Path = SYSFS_PCI) -> dict[str, Any]:
             return None
 
     node_text = read("numa_node")
-    node = int(node_text) if node_text and node_text.lstrip("-").isdigit() else None
+    digits = (node_text or "").lstrip("-")
+    node = int(node_text) if node_text and digits.isascii() and digits.isdigit() else None
     return {
         "gen_current": gen_from_speed(read("current_link_speed")),
         "gen_max": gen_from_speed(read("max_link_speed")),

@@ -68,9 +68,8 @@ def _rate(pair: tuple[int, int] | None) -> LinkRate | None:
 def link_findings(links: Mapping[str, Any]) -> list[Finding]:
     """Trained down (under load below max) is a warning; an idle low-power link is only reported."""
     idle, load, top = links["idle"], links["load"], links["max"]
-    if top is None or (load is None and idle is None):
-        return [Finding(Verdict.PASS, "PCIe link generation and width unknown (no NVML, no sysfs "
-                                      "link files): bandwidth not judged against the link")]
+    if top is None:
+        return []
     if load is not None and (load[0] < top[0] or load[1] < top[1]):
         return [Finding(Verdict.WARN, f"PCIe link trained down: Gen{load[0]} x{load[1]} under load, "
                                       f"Gen{top[0]} x{top[1]} possible",
@@ -86,7 +85,8 @@ def link_findings(links: Mapping[str, Any]) -> list[Finding]:
 def bandwidth_findings(raw: Mapping[str, Any], rate: LinkRate | None, index: int) -> list[Finding]:
     """Large pinned copies under 70% of the link's rate per direction: warn."""
     if rate is None:
-        return []
+        return [Finding(Verdict.PASS, "PCIe link generation and width unknown (no NVML, no sysfs "
+                                      "link files): bandwidth not judged against the link")]
     h2d, d2h = gbs(raw, "pinned", "h2d", index), gbs(raw, "pinned", "d2h", index)
     worst = min(h2d, d2h)
     share = worst / rate.gbs_per_direction
