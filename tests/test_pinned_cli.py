@@ -6,12 +6,14 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import jsonschema
 import pytest
 
 from perfprobe import cli, gpu, runner
 from perfprobe.probe import GpuUnavailable
 
 DATA = Path(__file__).parent / "data"
+SCHEMA = json.loads((Path(__file__).resolve().parents[1] / "docs" / "report.schema.json").read_text())
 
 
 def invoke(argv: list[str], capsys) -> tuple[int, str]:
@@ -49,3 +51,4 @@ def test_recorded_h200_run_replays_through_the_cli(probe: str, recording: str, c
     report = json.loads(out)
     assert code == 0 and report["results"][0]["verdict"] == "pass"
     assert report["results"][0]["tables"]
+    jsonschema.validate(report, SCHEMA)
