@@ -148,3 +148,22 @@ def test_recorded_hosts_are_judged_with_every_metric(path):
     assert result.metrics["recommended_padding_bytes"].value >= max(distance, rules.line_bytes(host) or 0)
     pairs = raw["pingpong"]["pairs"]
     assert all(f"core_to_core_ns.{p['a']}.{p['b']}" in result.metrics for p in pairs)
+
+
+def test_busy_kvm_recording_gives_64_bytes_and_says_the_host_was_busy():
+    recording = json.loads((DATA / "falseshare_kvm_2cpu_busy.json").read_text())
+    result = rules.judge(recording["raw"]["falseshare"], recording["host"])
+    m = result.metrics
+    assert m["destructive_distance_bytes"].value == 64 and m["recommended_padding_bytes"].value == 64
+    assert m["slowdown.atomic.8B"].value >= 2  # the done-when: 8 B costs at least twice 256 B
+    assert result.verdict is Verdict.WARN and "other work took these CPUs" in messages(result)
+
+
+def test_replay_through_the_cli_exits_1_on_the_busy_warning(capsys):
+    from perfprobe import cli
+
+    with pytest.raises(SystemExit) as exit_info:
+        cli.main(["falseshare", "--replay", str(DATA / "falseshare_kvm_2cpu_busy.json"), "--json"])
+    report = json.loads(capsys.readouterr().out)
+    assert exit_info.value.code == 1 and report["results"][0]["verdict"] == "warn"
+    assert report["results"][0]["metrics"]["destructive_distance_bytes"]["value"] == 64
