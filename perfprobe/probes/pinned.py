@@ -104,45 +104,63 @@ def _measure_device(cupy: Any, device: int, top: int, ctx: ProbeContext) -> dict
 
 def _sweep_and_load(cupy: Any, tk: Any, gpu_state: Any, nvml: Any, buffers: Any, bus_id: str,
                     top: int, ctx: ProbeContext) -> dict[str, Any]:
+    """The copy sweep, the link read under load, the pinning cost and the pages' NUMA nodes."""
+    bufs = _buffers(cupy, buffers, top)
+    out = _sweep(cupy, tk, bufs, sweep_sizes(top, ctx.quick), ctx)
+    out.update(_under_load(cupy, tk, gpu_state, nvml, bufs, bus_id, top,
+                           out["pinned"]["h2d"][-1]["gbs"]["median"]))
+    cost_bytes = min(top, QUICK_MAX) if ctx.quick else top
+    out["pinning_cost"] = tk.pinning_cost(cupy, bufs["pageable"][:cost_bytes], 2 if ctx.quick else 3)
+    out["numa"] = {"gpu_node": gpu_state.sysfs_link(bus_id)["numa_node"],
+                   "pinned_pages": tk.page_nodes(bufs["view_a"]),
+                   "pageable_pages": tk.page_nodes(bufs["pageable"])}
+    return out
+
+
+def _buffers(cupy: Any, buffers: Any, top: int) -> dict[str, Any]:
+    """Two device buffers, one pageable and two pinned host buffers, every page written once."""
     import numpy as np
 
     d_a, d_b = buffers.device(top), buffers.device(top)
     cupy.cuda.runtime.memset(d_a, 0x3C, top)
     cupy.cuda.runtime.memset(d_b, 0xC3, top)
     pageable = np.empty(top, dtype=np.uint8)
-    pageable.fill(0x5A)  # touch every page before timing
+    pageable.fill(0x5A)
     pin_a, view_a = buffers.pinned(top)
     pin_b, view_b = buffers.pinned(top)
     view_a.fill(0xA5)
     view_b.fill(0x96)
     cupy.cuda.Device().synchronize()
-    sizes = sweep_sizes(top, ctx.quick)
-    out: dict[str, Any] = {"sizes_bytes": sizes,
-                           "pageable": {"h2d": [], "d2h": []},
+    return {"d_a": d_a, "d_b": d_b, "pageable": pageable, "pin_a": pin_a, "view_a": view_a, "pin_b": pin_b}
+
+
+def _sweep(cupy: Any, tk: Any, bufs: dict[str, Any], sizes: list[int], ctx: ProbeContext) -> dict[str, Any]:
+    """Each size: pageable and pinned H2D and D2H, and pinned both directions at once."""
+    out: dict[str, Any] = {"sizes_bytes": sizes, "pageable": {"h2d": [], "d2h": []},
                            "pinned": {"h2d": [], "d2h": [], "bidir": []}}
-    host_pageable = tk.host_pointer(pageable)
+    hosts = {"pageable": tk.host_pointer(bufs["pageable"]), "pinned": bufs["pin_a"]}
+    d_a, d_b = bufs["d_a"], bufs["d_b"]
     with ctx.progress("pinned: copy sweep", len(sizes)) as task:
         for size in sizes:
             warm, reps = repeats_for(size, ctx.quick)
-            for name, src_host in (("pageable", host_pageable), ("pinned", pin_a)):
-                out[name]["h2d"].append(tk.copy_series(cupy, d_a, src_host, size, tk.H2D, warm, reps))
-                dst_host = host_pageable if name == "pageable" else pin_b
+            for name in ("pageable", "pinned"):
+                dst_host = hosts["pageable"] if name == "pageable" else bufs["pin_b"]
+                out[name]["h2d"].append(tk.copy_series(cupy, d_a, hosts[name], size, tk.H2D, warm, reps))
                 out[name]["d2h"].append(tk.copy_series(cupy, dst_host, d_b, size, tk.D2H, warm, reps))
             out["pinned"]["bidir"].append(
-                tk.bidirectional(cupy, pin_a, d_a, d_b, pin_b, size, warm, reps))
+                tk.bidirectional(cupy, bufs["pin_a"], d_a, d_b, bufs["pin_b"], size, warm, reps))
             task.advance()
-    expected = out["pinned"]["h2d"][-1]["gbs"]["median"]
-    stream, count = tk.enqueue_load(cupy, d_a, pin_a, top, 0.05, expected)
+    return out
+
+
+def _under_load(cupy: Any, tk: Any, gpu_state: Any, nvml: Any, bufs: dict[str, Any], bus_id: str,
+                top: int, expected_gbs: float) -> dict[str, Any]:
+    """GPU state and link read while ~50 ms of pinned H2D copies are in flight."""
+    stream, count = tk.enqueue_load(cupy, bufs["d_a"], bufs["pin_a"], top, 0.05, expected_gbs)
     time.sleep(0.01)
-    out["state_under_load"] = nvml.state()
-    out["sysfs_link_under_load"] = gpu_state.sysfs_link(bus_id)
-    out["load_copies"] = count
+    out = {"state_under_load": nvml.state(), "sysfs_link_under_load": gpu_state.sysfs_link(bus_id),
+           "load_copies": count}
     stream.synchronize()
-    cost_bytes = min(top, QUICK_MAX) if ctx.quick else top
-    out["pinning_cost"] = tk.pinning_cost(cupy, pageable[:cost_bytes], 2 if ctx.quick else 3)
-    out["numa"] = {"gpu_node": gpu_state.sysfs_link(bus_id)["numa_node"],
-                   "pinned_pages": tk.page_nodes(view_a),
-                   "pageable_pages": tk.page_nodes(pageable)}
     return out
 
 
