@@ -14,6 +14,11 @@ from pathlib import Path
 from typing import Callable
 
 import pytest
+from hypothesis import HealthCheck, settings
+
+# CI is a small, busy 2-core machine: hypothesis must judge correctness, never speed.
+settings.register_profile("perfprobe", deadline=None, suppress_health_check=[HealthCheck.too_slow])
+settings.load_profile("perfprobe")
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 FIXTURES_DIR = REPO_ROOT.parent / "shared" / "fixtures" / "sysfs"
