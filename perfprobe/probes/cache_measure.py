@@ -19,6 +19,7 @@ from perfprobe.stats import summarize
 WORD = 8  # bytes per int64 / float64 element
 CALIBRATION_STEPS = 4096
 MIN_TIMED_BYTES = 64 << 20  # a bandwidth run moves at least this much: thread wake-up stays noise
+ALL_THREADS_RUN_S = 0.02    # all-thread runs last longer: one late thread delays the whole region
 
 
 @dataclass(frozen=True)
@@ -127,6 +128,10 @@ def _elements(n_bytes: int, width: int) -> int:
     return max(n_bytes // width // 16 * 16, 64)
 
 
+def _longer(timing: Timing) -> Timing:
+    return Timing(max(timing.run_s, ALL_THREADS_RUN_S), timing.repeats)
+
+
 def read_rates(k: ModuleType, one_bytes: int, each_bytes: int, threads: int,
                timing: Timing) -> dict[str, Any]:
     """Read bandwidth (GB/s): one thread over `one_bytes`, then `threads` threads each over its own
@@ -136,7 +141,8 @@ def read_rates(k: ModuleType, one_bytes: int, each_bytes: int, threads: int,
     k.fill_parallel(a, 1.0, threads)
     one = time_rate(lambda reps: k.read_sum(a[:one_n], reps), one_n * WORD, timing)
     total = each_n * threads
-    many = time_rate(lambda reps: k.read_sum_parallel(a[:total], threads, reps), total * WORD, timing)
+    many = time_rate(lambda reps: k.read_sum_parallel(a[:total], threads, reps), total * WORD,
+                     _longer(timing))
     return {"bytes_1t": one_n * WORD, "bytes_each": each_n * WORD, "1t": one, "all": many}
 
 
@@ -153,5 +159,5 @@ def triad_rates(k: ModuleType, one_bytes: int, each_bytes: int, threads: int,
     one = time_rate(lambda reps: k.triad(a[:one_n], b[:one_n], c[:one_n], 3.0, reps),
                     3 * WORD * one_n, timing)
     many = time_rate(lambda reps: k.triad_parallel(a[:m], b[:m], c[:m], 3.0, threads, reps),
-                     3 * WORD * m, timing)
+                     3 * WORD * m, _longer(timing))
     return {"bytes_1t": 3 * WORD * one_n, "bytes_each": 3 * WORD * each_n, "1t": one, "all": many}
