@@ -10,11 +10,10 @@ from __future__ import annotations
 
 import time
 from types import ModuleType
-
-import numpy as np
 from typing import Any
 
-from perfprobe.units import format_bytes
+import numpy as np
+
 from perfprobe.probe import Probe, ProbeContext, ProbeSkipped
 from perfprobe.probes import cache_measure as m
 from perfprobe.probes.cache_curve import curve_sizes, read_levels
@@ -23,6 +22,7 @@ from perfprobe.probes.cache_plan import (PAIR_BLOCK, PAIR_OFFSETS, Plan, data_ca
                                          level_working_sets, make_plan, reaches_dram,
                                          usable_threads)
 from perfprobe.probes.cache_rules import judge
+from perfprobe.units import format_bytes
 
 
 def measure(ctx: ProbeContext) -> dict[str, Any]:
@@ -148,7 +148,8 @@ def _bandwidth(ctx: ProbeContext, k: ModuleType, plan: Plan, timing: m.Timing,
 
 
 def _shared_flags(ctx: ProbeContext, count: int) -> list[bool]:
-    """Whether reported level i+1 is shared by several CPUs (private when unknown)."""
+    """Whether reported level i+1 is shared by several CPUs (shared when unknown: its threads
+    then split the level rather than each overflowing it)."""
     caches = data_caches(ctx.host)
     flags = [len(c.get("shared_cpus") or []) > 1 for c in caches]
     return (flags + [True] * count)[:count]

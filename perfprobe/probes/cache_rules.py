@@ -194,7 +194,8 @@ def scaling_rule(bandwidth: Mapping[str, Any]) -> list[Finding]:
     return []
 
 
-def _paired(levels: Sequence[Level], reported: Sequence[Mapping[str, Any]]):
+def _paired(levels: Sequence[Level], reported: Sequence[Mapping[str, Any]]
+            ) -> list[tuple[Level, Mapping[str, Any]]]:
     """(measured cache level, reported cache) for levels present in both, in order."""
     caches = [lv for lv in levels if lv.name != "DRAM"]
     return list(zip(caches, reported))
@@ -226,10 +227,12 @@ def metrics(levels: Sequence[Level], raw: Mapping[str, Any], line: Mapping[str, 
 
 
 def summary(levels: Sequence[Level]) -> str:
+    """One line: each level's latency and measured end."""
     parts = [f"{lv.name} {lv.latency_ns:.3g} ns" + (f" to {format_bytes(lv.end_bytes)}" if lv.end_bytes else "")
              for lv in levels]
     return "; ".join(parts) if parts else "no levels read off the curve"
 
 
 def key_figure(levels: Sequence[Level]) -> str:
+    """Latencies L1 / L2 / … / DRAM, for the summary table of `perfprobe all`."""
     return " / ".join(f"{lv.latency_ns:.3g}" for lv in levels) + " ns" if levels else ""
