@@ -21,6 +21,7 @@ import pytest
 from perfprobe import bind, numa_sys
 from perfprobe.config import UsageError
 from perfprobe.host import read_host_facts
+from perfprobe.host.parse import parse_cpulist
 
 pytestmark = pytest.mark.multinode
 NODE_SYSFS = Path("/sys/devices/system/node")
@@ -50,12 +51,12 @@ def memory_nodes(host: dict[str, Any]) -> list[int]:
 
 
 def test_nodes_and_distances_are_what_the_kernel_says(host: dict[str, Any]) -> None:
-    ids = bind.parse_list((NODE_SYSFS / "online").read_text())
+    ids = parse_cpulist((NODE_SYSFS / "online").read_text())
     assert [n["id"] for n in host["numa"]["nodes"]] == ids
     for row, node in zip(host["numa"]["distances"], ids):
         assert row == [int(v) for v in (NODE_SYSFS / f"node{node}" / "distance").read_text().split()]
     for node in host["numa"]["nodes"]:
-        cpus = bind.parse_list((NODE_SYSFS / f"node{node['id']}" / "cpulist").read_text())
+        cpus = parse_cpulist((NODE_SYSFS / f"node{node['id']}" / "cpulist").read_text())
         assert node["cpus"] == cpus
 
 

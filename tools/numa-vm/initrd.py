@@ -21,7 +21,10 @@ import sys
 import sysconfig
 from pathlib import Path
 
+import numba_warm
+
 HERE = Path(__file__).resolve().parent
+BASE_LAYOUT = "1"  # bump when build_base or what it copies changes: the cached base is rebuilt
 GUEST_VENV = Path("/venv")
 TOP_LEVEL_LINKS = ("bin", "sbin", "lib", "lib64")
 STDLIB_DROP = {"test", "site-packages", "idlelib", "tkinter", "turtledemo", "ensurepip", "lib2to3",
@@ -51,7 +54,7 @@ def python_facts() -> dict[str, str]:
 def base_key(py: dict[str, str]) -> str:
     """Changes whenever the base layer would differ: the builder, the interpreter, the packages."""
     site = Path(py["site_packages"])
-    parts = [Path(__file__).read_bytes(), repr(sorted(py.items())).encode(),
+    parts = [BASE_LAYOUT.encode(), repr(sorted(py.items())).encode(),
              repr(sorted(p.name for p in site.glob("*.dist-info"))).encode(),
              os.path.realpath(shutil.which("busybox") or "").encode()]
     return hashlib.sha256(b"\0".join(parts)).hexdigest()[:16]
@@ -207,7 +210,8 @@ def cached_base(cache: Path) -> Path:
 
 
 def build_project_layer(cache: Path, project: Path, shapes_json: str) -> Path:
-    """The checkout (perfprobe/, tests/, pyproject.toml), /init and the guest scripts."""
+    """The checkout (perfprobe/, tests/, pyproject.toml), /init, the guest scripts, and numba's
+    cache of the checkout's kernels compiled here (see numba_warm.py)."""
     py = python_facts()
     stage = cache / "project-tree"
     shutil.rmtree(stage, ignore_errors=True)
@@ -219,6 +223,10 @@ def build_project_layer(cache: Path, project: Path, shapes_json: str) -> Path:
     shutil.copy2(project / "pyproject.toml", tree.dst(project / "pyproject.toml"))
     tree.copy_tree(HERE / "guest", "/numavm", junk)
     tree.dst("/numavm/shapes.json").write_text(shapes_json)
+    tree.dst("/numavm/mtimes.json").write_text(numba_warm.mtime_manifest(project))
+    numba_cache = cache / "numba-cache"
+    if numba_warm.warm(numba_cache, project):
+        tree.copy_tree(numba_cache, numba_cache, set())
     shutil.copy2(HERE / "guest" / "init", tree.dst("/init"))
     site = GUEST_VENV / "lib" / f"python{py['version']}" / "site-packages"
     tree.dst(site).mkdir(parents=True, exist_ok=True)

@@ -10,20 +10,23 @@ docs/results/numa-vm.md).
 from __future__ import annotations
 
 import argparse
+import fcntl
 import json
 import os
 import re
 import subprocess
 import sys
 import time
-from dataclasses import dataclass, field
+from contextlib import contextmanager
+from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import Iterator
 
 import initrd
 from shapes import Shape, by_name, expected, kernel_args, qemu_args
 
 PROJECT = Path(__file__).resolve().parents[2]
-KERNEL_CMDLINE = "console=ttyS0 quiet loglevel=1 panic=-1"
+KERNEL_CMDLINE = "console=ttyS0 quiet loglevel=1 panic=-1 initramfs_async=0"  # unpack on CPU 0: rootfs on node 0
 ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]|\x1bc")
 
 
@@ -47,9 +50,11 @@ class GuestRun:
         return results == {"fail"} if self.shape.expect_fail else results == {"pass"}
 
 
-def qemu_command(shape: Shape, kernel: Path, initrd_path: Path) -> list[str]:
-    append = " ".join(filter(None, [KERNEL_CMDLINE, kernel_args(shape), f"numavm_shape={shape.name}"]))
-    return ["qemu-system-x86_64", "-machine", "q35", "-accel", "tcg,thread=multi", "-cpu", "max",
+def qemu_command(shape: Shape, kernel: Path, initrd_path: Path, cpu: str = "max") -> list[str]:
+    env = [f"{name}={value}" for name, value in shape.guest_env.items()]  # init's environment
+    append = " ".join(filter(None, [KERNEL_CMDLINE, kernel_args(shape), f"numavm_shape={shape.name}",
+                                    *env]))
+    return ["qemu-system-x86_64", "-machine", "q35", "-accel", "tcg,thread=multi", "-cpu", cpu,
             *qemu_args(shape), "-kernel", str(kernel), "-initrd", str(initrd_path),
             "-append", append, "-nographic", "-no-reboot", "-nodefaults", "-serial", "stdio",
             "-device", "isa-debug-exit,iobase=0xf4,iosize=0x04"]
@@ -88,7 +93,7 @@ def settle_exit(code: int, run: GuestRun, log: Path) -> None:
 
 def parse_console(text: str, run: GuestRun) -> None:
     for raw in text.splitlines():
-        line = ANSI.sub("", raw).strip()
+        line = ANSI.sub("", raw).replace("\x00", "").strip()
         at = line.find("@@numavm")
         if at < 0:
             continue
@@ -137,8 +142,39 @@ def table(runs: list[GuestRun]) -> str:
     return "\n".join(" | ".join([*(r[i].ljust(widths[i]) for i in range(3)), r[3]]) for r in rows)
 
 
-def shapes_json(shapes: list[Shape]) -> str:
-    return json.dumps({"project": str(PROJECT), "shapes": {s.name: expected(s) for s in shapes}})
+def shapes_json(shapes: list[Shape], cache: Path) -> str:
+    return json.dumps({"project": str(PROJECT), "numba_cache_dir": str(cache / "numba-cache"),
+                       "shapes": {s.name: expected(s) for s in shapes}})
+
+
+@contextmanager
+def exclusive(path: Path) -> Iterator[None]:
+    """One run per checkout at a time: runs share .vm/ (the initrd, logs, numba's cache)."""
+    with path.open("w") as handle:
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            print("numa-vm: another run is using this checkout's .vm/; waiting for it", file=sys.stderr)
+            fcntl.flock(handle, fcntl.LOCK_EX)
+        yield
+
+
+def run_all(shapes: list[Shape], cache: Path, kernel: Path, timeout: float, started: float) -> int:
+    """Build the initrd, boot every shape in turn, print the table; 0 when all went as expected."""
+    initrd_path = initrd.build_initrd(cache, PROJECT, shapes_json(shapes, cache))
+    logs, results = cache / "logs", cache / "results"
+    logs.mkdir(parents=True, exist_ok=True)
+    runs = []
+    for shape in shapes:
+        print(f"numa-vm: booting {shape.name}: {shape.title}", file=sys.stderr, flush=True)
+        run = boot(shape, kernel, initrd_path, logs, timeout)
+        save(run, results)
+        runs.append(run)
+    print(table(runs))
+    ok = all(r.ok() for r in runs)
+    print(f"numa-vm: {'passed' if ok else 'FAILED'}: {sum(r.ok() for r in runs)}/{len(runs)} guests as "
+          f"expected in {time.monotonic() - started:.0f} s (console logs: {logs})")
+    return 0 if ok else 1
 
 
 def main(argv: list[str]) -> int:
@@ -146,9 +182,12 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--cache", type=Path, default=PROJECT / ".vm")
     parser.add_argument("--shape", action="append", default=[], help="run only these shapes")
     parser.add_argument("--timeout", type=float, default=420, help="seconds per guest")
+    parser.add_argument("--checks", default="", help="comma-separated checks to run instead (debugging)")
     args = parser.parse_args(argv)
     try:
         shapes = by_name(args.shape)
+        if args.checks:
+            shapes = [replace(s, checks=tuple(args.checks.split(","))) for s in shapes]
     except ValueError as exc:
         print(f"numa-vm: {exc}", file=sys.stderr)
         return 2
@@ -158,20 +197,9 @@ def main(argv: list[str]) -> int:
         print(f"numa-vm: no guest kernel at {kernel} (tools/numa-vm/run.sh fetches it)", file=sys.stderr)
         return 2
     started = time.monotonic()
-    initrd_path = initrd.build_initrd(cache, PROJECT, shapes_json(shapes))
-    logs, results = cache / "logs", cache / "results"
-    logs.mkdir(parents=True, exist_ok=True)
-    runs = []
-    for shape in shapes:
-        print(f"numa-vm: booting {shape.name}: {shape.title}", file=sys.stderr, flush=True)
-        run = boot(shape, kernel, initrd_path, logs, args.timeout)
-        save(run, results)
-        runs.append(run)
-    print(table(runs))
-    ok = all(r.ok() for r in runs)
-    print(f"numa-vm: {'passed' if ok else 'FAILED'}: {sum(r.ok() for r in runs)}/{len(runs)} guests as "
-          f"expected in {time.monotonic() - started:.0f} s (console logs: {logs})")
-    return 0 if ok else 1
+    cache.mkdir(parents=True, exist_ok=True)
+    with exclusive(cache / ".lock"):
+        return run_all(shapes, cache, kernel, args.timeout, started)
 
 
 if __name__ == "__main__":

@@ -22,7 +22,9 @@ from typing import Any, Callable
 import guest_syscalls
 
 SHAPES = Path("/numavm/shapes.json")
+MTIMES = Path("/numavm/mtimes.json")
 TIMEOUT_S = 300
+NUMA_SIZE = "16M"  # per memory node: enough to leave the caches, small enough for emulation
 Result = tuple[bool, str]
 
 
@@ -30,7 +32,7 @@ class Guest:
     """The shape's expectations and how to run perfprobe in this guest."""
 
     def __init__(self, name: str) -> None:
-        data = json.loads(SHAPES.read_text())
+        data = self.data = json.loads(SHAPES.read_text())
         self.project = data["project"]
         self.shape: dict[str, Any] = data["shapes"][name]
         self.bind: int = self.shape["bind"]
@@ -85,8 +87,8 @@ def check_topology(g: Guest) -> Result:
     if sorted(numa.get("memory_only_nodes") or []) != g.shape["memory_only_nodes"]:
         problems.append(f"memory-only {numa.get('memory_only_nodes')} != {g.shape['memory_only_nodes']}")
     problems += memory_problems(numa["nodes"], g.nodes())
-    ids = [n["id"] for n in numa["nodes"]]
-    return not problems, "; ".join(problems) or f"nodes {ids}, distances {numa['distances']}"
+    memory = {n["id"]: f"{(n.get('memory_total_bytes') or 0) >> 20}M" for n in numa["nodes"]}
+    return not problems, "; ".join(problems) or f"nodes {seen}, memory {memory}, distances {numa['distances']}"
 
 
 def memory_problems(seen: list[dict[str, Any]], want: list[dict[str, Any]]) -> list[str]:
@@ -123,7 +125,7 @@ def matrix_problems(result: dict[str, Any], cpu_nodes: list[int], mem_nodes: lis
 
 
 def check_numa_matrix(g: Guest) -> Result:
-    report = report_of(g.perfprobe("numa", "--json", "--quick"))
+    report = report_of(g.perfprobe("numa", "--json", "--quick", "--size", NUMA_SIZE))
     emit("@@numavm-artifact", {"name": "numa", "data": report["results"][0]})
     result = report["results"][0]
     mem_nodes = [n["id"] for n in g.nodes()]
@@ -142,7 +144,8 @@ def binding_problems(result: dict[str, Any], node: int, cpus: list[int]) -> list
 
 
 def check_numa_bind(g: Guest) -> Result:
-    proc = g.perfprobe("numa", "--bind", str(g.bind), "--json", "--quick", bind_hook=True)
+    proc = g.perfprobe("numa", "--bind", str(g.bind), "--json", "--quick", "--size", NUMA_SIZE,
+                       bind_hook=True)
     report = report_of(proc)
     result = report["results"][0]
     emit("@@numavm-artifact", {"name": f"numa-bind-{g.bind}", "data": result})
@@ -193,14 +196,33 @@ def check_pytest_multinode(g: Guest) -> Result:
     if not files:
         return False, "no test file is marked multinode"
     proc = g.run([sys.executable, "-m", "pytest", "-m", "multinode", "--color=no",
-                  "-p", "no:cacheprovider", "-q", *files])
+                  "-p", "no:cacheprovider", "-q", "--durations=8", *files])
     tail = last_lines(proc.stdout, 1)
+    for line in proc.stdout.splitlines()[-60:]:
+        print(f"  pytest| {line}", flush=True)
     if proc.returncode != 0:
-        return False, f"exit {proc.returncode}: {last_lines(proc.stdout, 12)}"
+        for line in []:
+            print(f"  pytest| {line}", flush=True)
+        return False, f"exit {proc.returncode}: {tail} (pytest's output is above in the console log)"
     return True, f"{len(files)} file(s): {tail}"
 
 
+def check_profile(g: Guest) -> Result:
+    """Not a check: how long the building blocks take under emulation (debugging, --checks profile)."""
+    steps = {"python": ["-c", "pass"], "numpy": ["-c", "import numpy"], "numba": ["-c", "import numba"],
+             "rich+typer": ["-c", "import rich.console, typer"], "cli": ["-m", "perfprobe", "--help"],
+             "host": ["-m", "perfprobe", "host", "--json"],
+             "numa 16M": ["-m", "perfprobe", "numa", "--quick", "--size", "16M", "--json"]}
+    times = []
+    for name, args in steps.items():
+        started = time.monotonic()
+        g.run([sys.executable, *args])
+        times.append(f"{name} {time.monotonic() - started:.1f}s")
+    return True, ", ".join(times)
+
+
 CHECKS: dict[str, Callable[[Guest], Result]] = {
+    "profile": check_profile,
     "topology": check_topology, "numa-matrix": check_numa_matrix, "numa-bind": check_numa_bind,
     "bind-placement": check_bind_placement, "cache-bind": check_cache_bind,
     "bind-memory-only": check_bind_memory_only, "pytest-multinode": check_pytest_multinode,
@@ -218,8 +240,20 @@ def run_check(g: Guest, name: str) -> bool:
     return ok
 
 
+def use_host_numba_cache(data: dict[str, Any]) -> None:
+    """Point numba at the kernels compiled on the host (tools/numa-vm/numba_warm.py): same cache
+    path, generic CPU, and each source file's exact host mtime (cpio kept whole seconds only)."""
+    for path, ns in json.loads(MTIMES.read_text()).items():
+        try:
+            os.utime(path, ns=(ns, ns))
+        except OSError:
+            continue
+    os.environ.update(NUMBA_CACHE_DIR=data["numba_cache_dir"], NUMBA_CPU_NAME="generic")
+
+
 def main(argv: list[str]) -> int:
     g = Guest(argv[1])
+    use_host_numba_cache(g.data)
     emit("@@numavm-guest", {"shape": argv[1], "uptime_s": guest_syscalls.uptime(),
                             "sysfs_nodes": guest_syscalls.sysfs_nodes(), "broken_membind": g.broken})
     results = [run_check(g, name) for name in g.shape["checks"]]
