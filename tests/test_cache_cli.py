@@ -1,0 +1,42 @@
+"""`perfprobe cache` through the real CLI: bad knobs are one line and exit 2; a tiny real run
+(--max-size 64K, --quick) measures, judges and renders valid JSON on any host, in seconds."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import jsonschema
+import pytest
+
+from perfprobe import cli
+
+SCHEMA = json.loads((Path(__file__).resolve().parents[1] / "docs" / "report.schema.json").read_text())
+
+
+def invoke(argv: list[str], capsys) -> tuple[int, str, str]:
+    with pytest.raises(SystemExit) as exit_info:
+        cli.main(argv)
+    captured = capsys.readouterr()
+    return exit_info.value.code, captured.out, captured.err
+
+
+@pytest.mark.parametrize("argv", [
+    ["--max-size", "lots"], ["--max-size", "-1G"], ["--max-size", "1K"], ["--max-size", "1.5G"],
+    ["--repeats", "0"], ["--repeats", "many"], ["--repeats", "100000"],
+])
+def test_nonsense_knobs_exit_2(argv: list[str], capsys) -> None:
+    code, out, err = invoke(["cache", *argv], capsys)
+    assert code == 2 and out == ""
+
+
+def test_tiny_real_run_gives_valid_json(capsys) -> None:
+    pytest.importorskip("numba")
+    code, out, _ = invoke(["cache", "--quick", "--json", "--max-size", "64K", "--repeats", "1"], capsys)
+    report = json.loads(out)
+    jsonschema.validate(report, SCHEMA)
+    result = report["results"][0]
+    assert code in (0, 1) and result["verdict"] in ("pass", "warn")
+    assert result["metrics"]["latency_ns.L1"]["value"] > 0
+    assert len(result["facts"]["curve"]) == 9  # 4 KiB to 64 KiB, two points a doubling
+    assert result["facts"]["plan"]["limited_by"] == "--max-size"
