@@ -31,7 +31,7 @@ from perfprobe.probes import cache_measure as m  # noqa: E402
 from perfprobe.probes.cache_curve import Level  # noqa: E402
 from perfprobe.probes.cache_memory import page_buffer, thp_mode  # noqa: E402
 from perfprobe.probes.cache_plan import (data_caches, level_working_sets, make_plan,  # noqa: E402
-                                         usable_threads)
+                                         sharers, usable_threads)
 from perfprobe.units import format_bytes  # noqa: E402
 
 BUILD = ROOT / "bench" / "build"
@@ -90,8 +90,7 @@ def targets(host: dict, threads: int) -> tuple[dict, Any]:
     if len(ends) >= 3:
         ends[2] = min(ends[2], 4 * ends[1])
     levels = [Level(f"L{i + 1}", 0.0, end) for i, end in enumerate(ends)]
-    shared = [len(c.get("shared_cpus") or []) > 1 for c in caches]
-    sets = level_working_sets(levels, shared, threads)
+    sets = level_working_sets(levels, sharers(host, len(levels), threads), threads)
     sets["DRAM"] = (plan.max_bytes, plan.max_bytes // threads)
     return sets, plan
 

@@ -7,7 +7,7 @@ import pytest
 
 from perfprobe.probes.cache_curve import Level
 from perfprobe.probes.cache_memory import _huge_fraction_in, page_buffer
-from perfprobe.probes.cache_plan import level_working_sets, make_plan, memory_cap
+from perfprobe.probes.cache_plan import level_working_sets, make_plan, memory_cap, sharers
 
 KVM = {"caches": [{"level": 1, "type": "Data", "size_bytes": 48 << 10, "line_bytes": 64},
                   {"level": 1, "type": "Instruction", "size_bytes": 32 << 10, "line_bytes": 64},
@@ -49,7 +49,7 @@ def test_no_reported_caches_falls_back_to_a_default_llc() -> None:
 def test_working_sets_sit_inside_each_level() -> None:
     levels = [Level("L1", 2.3, 48 << 10), Level("L2", 6.5, 2 << 20), Level("L3", 42, 8 << 20),
               Level("DRAM", 150, None)]
-    sets = level_working_sets(levels, [False, False, True, True], threads=2)
+    sets = level_working_sets(levels, [1, 1, 2, 2], threads=2)
     assert set(sets) == {"L1", "L2", "L3"}
     one, each = sets["L1"]
     assert one == 24 << 10 and each == one                  # private: each thread its own
@@ -75,3 +75,17 @@ def test_huge_fraction_parses_smaps() -> None:
     assert _huge_fraction_in(smaps, 0x7F0000001000) == 0.5
     assert _huge_fraction_in(smaps, 0x7F0000400000) == 0.0
     assert _huge_fraction_in(smaps, 0x1000) is None
+
+
+def test_smt_siblings_split_their_l1_and_a_socket_its_l3() -> None:
+    host = {"caches": [{"level": 1, "type": "Data", "size_bytes": 48 << 10, "shared_cpus": [0, 32]},
+                       {"level": 2, "type": "Unified", "size_bytes": 2 << 20, "shared_cpus": [0, 32]},
+                       {"level": 3, "type": "Unified", "size_bytes": 60 << 20,
+                        "shared_cpus": list(range(64))}]}
+    assert sharers(host, 4, threads=64) == [2, 2, 64, 64]
+    assert sharers(host, 3, threads=1) == [1, 1, 1]
+    levels = [Level("L1", 1.2, 48 << 10), Level("L2", 4, 2 << 20), Level("L3", 20, 60 << 20)]
+    sets = level_working_sets(levels, [2, 2, 64], threads=64)
+    assert sets["L1"] == (24 << 10, 12 << 10)        # two siblings share one L1
+    one, each = sets["L3"]
+    assert each * 64 <= 0.75 * (60 << 20)             # 64 threads split the L3

@@ -19,7 +19,7 @@ from perfprobe.probes import cache_measure as m
 from perfprobe.probes.cache_curve import curve_sizes, read_levels
 from perfprobe.probes.cache_memory import huge_fraction, page_buffer, thp_mode
 from perfprobe.probes.cache_plan import (PAIR_BLOCK, PAIR_OFFSETS, Plan, data_caches,
-                                         level_working_sets, make_plan, reaches_dram,
+                                         level_working_sets, make_plan, reaches_dram, sharers,
                                          usable_threads)
 from perfprobe.probes.cache_rules import judge
 from perfprobe.units import format_bytes
@@ -133,8 +133,7 @@ def _bandwidth(ctx: ProbeContext, k: ModuleType, plan: Plan, timing: m.Timing,
     ns = [p["median"] for p in curve["latency_ns"]]
     levels = read_levels(curve["sizes_bytes"], ns, plan.min_points,
                          reaches_dram(plan.max_bytes, plan.llc_bytes), len(data_caches(ctx.host)))
-    shared = _shared_flags(ctx, len(levels))
-    targets = level_working_sets(levels, shared, plan.threads)
+    targets = level_working_sets(levels, sharers(ctx.host, len(levels), plan.threads), plan.threads)
     if levels and levels[-1].name == "DRAM":
         targets["DRAM"] = (plan.max_bytes, plan.max_bytes // plan.threads)
     out: dict[str, Any] = {}
@@ -145,14 +144,6 @@ def _bandwidth(ctx: ProbeContext, k: ModuleType, plan: Plan, timing: m.Timing,
             out[name]["triad_gbs"] = m.triad_rates(k, one, each, plan.threads, timing)
             task.advance()
     return out
-
-
-def _shared_flags(ctx: ProbeContext, count: int) -> list[bool]:
-    """Whether reported level i+1 is shared by several CPUs (shared when unknown: its threads
-    then split the level rather than each overflowing it)."""
-    caches = data_caches(ctx.host)
-    flags = [len(c.get("shared_cpus") or []) > 1 for c in caches]
-    return (flags + [True] * count)[:count]
 
 
 PROBE = Probe(name="cache", title="CPU cache hierarchy", measure=measure, judge=judge)

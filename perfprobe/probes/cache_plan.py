@@ -94,25 +94,33 @@ def reaches_dram(plan_max: int, llc_bytes: int) -> bool:
     return plan_max >= 2 * llc_bytes
 
 
-def level_working_sets(levels: Sequence[Level], shared: Sequence[bool], threads: int
+def sharers(host: Mapping[str, Any], count: int, threads: int) -> list[int]:
+    """For reported level i+1: how many of our `threads` share one instance of it (SMT siblings
+    on an L1, a socket's cores on an L3). Levels not reported: all threads."""
+    caches = data_caches(host)
+    out = [max(1, min(threads, len(c.get("shared_cpus") or []) or 1)) for c in caches]
+    return (out + [threads] * count)[:count]
+
+
+def level_working_sets(levels: Sequence[Level], sharing: Sequence[int], threads: int
                        ) -> dict[str, tuple[int, int]]:
     """(bytes for one thread, bytes per thread for all threads) inside each measured cache level.
 
     One thread: the geometric middle between the previous level's end and this one's (half the
-    end for L1). All threads: the same each on a private level; on a shared level the threads
-    split it, each share still past the previous level where the level is big enough.
+    end for L1). All threads: the threads sharing one instance of the level split that working
+    set, each share kept past the previous level where the level is big enough.
     """
     out: dict[str, tuple[int, int]] = {}
     prev = 0
-    for level, is_shared in zip(levels, shared):
+    for level, share in zip(levels, sharing):
         if level.end_bytes is None:
             break
         end = level.end_bytes
         one = int(math.sqrt(prev * end)) if prev else end // 2
         each = one
-        if is_shared and threads > 1:
-            each = max(one // threads, int(1.5 * prev))
-            each = min(each, int(0.75 * end / threads))
+        if share > 1 and threads > 1:
+            each = max(one // share, int(1.5 * prev))
+            each = min(each, int(0.75 * end / share))
         out[level.name] = (one // 64 * 64, max(each // 64 * 64, 4096))
         prev = end
     return out
