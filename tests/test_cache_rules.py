@@ -102,3 +102,24 @@ def test_replay_through_the_cli_validates_against_the_schema(recording: str, cap
     result = report["results"][0]
     assert exit_info.value.code in (0, 1) and result["probe"] == "cache"
     assert set(REQUIRED) <= set(result["metrics"])
+
+
+@pytest.mark.parametrize("busy, threads, warned", [
+    (None, 2, False), (0.1, 2, False), (1.1, 2, True), (2.0, 128, False), (20.0, 128, True)])
+def test_background_load_is_said_when_it_matters(busy, threads, warned) -> None:
+    raw, host = _load("cache_synthetic_healthy.json")
+    raw["background_cpus"] = busy
+    raw["plan"]["threads"] = threads
+    found = [f for f in judge(raw, host).findings if "Other processes" in f.message]
+    assert bool(found) is warned and all(f.verdict is Verdict.WARN for f in found)
+
+
+def test_background_meter_reads_proc_stat(tmp_path) -> None:
+    from perfprobe.probes.cache_background import BackgroundMeter, _busy_seconds
+
+    stat = tmp_path / "stat"
+    stat.write_text("cpu  100 0 50 1000 5 0 0 0 0 0\ncpu0 50 0 25 500 2 0 0 0 0 0\n")
+    assert _busy_seconds(stat) == pytest.approx(150 / __import__("os").sysconf("SC_CLK_TCK"))
+    meter = BackgroundMeter(stat)
+    assert meter.share() == 0.0  # nothing moved: nobody else was busy
+    assert BackgroundMeter(tmp_path / "missing").share() is None

@@ -16,6 +16,7 @@ import numpy as np
 
 from perfprobe.probe import Probe, ProbeContext, ProbeSkipped
 from perfprobe.probes import cache_measure as m
+from perfprobe.probes.cache_background import BackgroundMeter
 from perfprobe.probes.cache_curve import curve_sizes, read_levels
 from perfprobe.probes.cache_memory import huge_fraction, page_buffer, thp_mode
 from perfprobe.probes.cache_plan import (PAIR_BLOCK, PAIR_OFFSETS, Plan, data_caches,
@@ -38,7 +39,7 @@ def measure(ctx: ProbeContext) -> dict[str, Any]:
     thp = (ctx.host.get("thp") or {}).get("enabled") or thp_mode()
     huge = thp in ("always", "madvise")
     raw: dict[str, Any] = {"plan": _plan_dict(plan), "thp": thp, "curve_pages": "2M" if huge else "4K"}
-    clock = _PhaseClock()
+    clock, background = _PhaseClock(), BackgroundMeter()
     with page_buffer(plan.max_bytes, huge, np.uint64) as buf:
         raw["curve"] = clock.run("curve", _curve, ctx, k, buf, plan, timing)
         raw["curve_huge_fraction"] = huge_fraction(buf)
@@ -49,6 +50,7 @@ def measure(ctx: ProbeContext) -> dict[str, Any]:
     raw["pages"] = clock.run("pages", _pages, k, plan, timing, thp, huge_ns, ctx.quick)
     raw["bandwidth"] = clock.run("bandwidth", _bandwidth, ctx, k, plan, timing, raw["curve"])
     raw["phase_seconds"] = clock.seconds
+    raw["background_cpus"] = background.share()
     return raw
 
 

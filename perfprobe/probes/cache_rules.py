@@ -19,6 +19,8 @@ DRAM_LATENCY_NS = {"2M": 200.0, "4K": 300.0}  # random DRAM latency far above a 
 PREFETCH_MIN_RATIO = 2.0   # sequential lines less than 2x cheaper than random: prefetch not working
 HUGE_PAGE_GAIN = 1.1       # huge pages worth recommending when random latency drops 10% or more
 SCALING_MIN = 0.7          # all threads below 70% of one thread's DRAM bandwidth: contention
+BACKGROUND_CPUS = 0.5      # other processes kept half a CPU busy on average (or a tenth of the
+BACKGROUND_SHARE = 0.1     # CPUs the probe used, on big hosts): its figures were taken under load
 
 
 def judge(raw: Mapping[str, Any], host: Mapping[str, Any]) -> Assessment:
@@ -37,6 +39,7 @@ def judge(raw: Mapping[str, Any], host: Mapping[str, Any]) -> Assessment:
         + prefetch_rule(raw.get("pattern"))
         + pages_rule(raw.get("pages"))
         + scaling_rule(raw.get("bandwidth", {}))
+        + background_rule(raw.get("background_cpus"), int(plan.get("threads") or 1))
     )
     return Assessment(
         summary=summary(levels), metrics=metrics(levels, raw, line),
@@ -192,6 +195,16 @@ def scaling_rule(bandwidth: Mapping[str, Any]) -> list[Finding]:
                         f"{one:.1f} GB/s.", "Other work is competing for these CPUs or memory; "
                         "measure on an idle host.")]
     return []
+
+
+def background_rule(busy_cpus: float | None, threads: int) -> list[Finding]:
+    """Other processes busy on this host while it was measured."""
+    if busy_cpus is None or busy_cpus < max(BACKGROUND_CPUS, BACKGROUND_SHARE * threads):
+        return []
+    return [Finding(Verdict.WARN, f"Other processes kept {busy_cpus:.1f} of the CPUs busy while this "
+                    f"was measured (this probe used {threads}): figures are this host's under that "
+                    "load, all-thread bandwidth most of all.",
+                    "Measure again on an idle host (or with --bind to a quiet node).")]
 
 
 def _paired(levels: Sequence[Level], reported: Sequence[Mapping[str, Any]]
