@@ -109,7 +109,7 @@ def _line(k: ModuleType, buf: Any, plan: Plan, timing: m.Timing) -> dict[str, An
     return {"block_bytes": PAIR_BLOCK, "offsets_bytes": offsets,
             "cached_blocks": cached_blocks, "dram_blocks": dram_blocks,
             "cached_ns": m.pair_costs(k, buf, cached_blocks, PAIR_BLOCK, offsets, timing, 1 << 20),
-            # far past every cache: warming would only cost time
+            # two lines touched per KiB of a buffer of 2-4x the LLC: warming would only cost time
             "dram_ns": m.pair_costs(k, buf, dram_blocks, PAIR_BLOCK, offsets, timing, 1 << 14)}
 
 

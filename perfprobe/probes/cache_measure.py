@@ -31,9 +31,12 @@ class Timing:
 
 
 def _check_fits(buf: np.ndarray, n_bytes: int) -> None:
-    """Kernels do not check bounds: refuse to link past the end of the buffer."""
+    """Kernels do not check bounds: refuse to link past the end of the buffer (or more lines than
+    the cycle builder's 32-bit random draw can pick from)."""
     if n_bytes > buf.nbytes or n_bytes < WORD:
         raise ValueError(f"working set of {n_bytes} bytes does not fit a {buf.nbytes}-byte buffer")
+    if n_bytes // WORD >= 1 << 32:
+        raise ValueError(f"working set of {n_bytes} bytes has too many lines to link at random")
 
 
 def time_chase(k: ModuleType, buf: np.ndarray, timing: Timing, warm_steps: int) -> dict[str, Any]:
