@@ -35,7 +35,7 @@ def _check_fits(buf: np.ndarray, n_bytes: int) -> None:
     the cycle builder's 32-bit random draw can pick from)."""
     if n_bytes > buf.nbytes or n_bytes < WORD:
         raise ValueError(f"working set of {n_bytes} bytes does not fit a {buf.nbytes}-byte buffer")
-    if n_bytes // WORD >= 1 << 32:
+    if n_bytes // 32 >= 1 << 32:  # lines of 32 B or more: under 2**32 of them
         raise ValueError(f"working set of {n_bytes} bytes has too many lines to link at random")
 
 
