@@ -103,3 +103,34 @@ def test_one_noisy_offset_does_not_set_the_line() -> None:
 ])
 def test_fetch_unit_from_dram_pair_costs(dram: list[float], unit: int | None) -> None:
     assert read_fetch_unit(OFFSETS, dram) == unit
+
+
+def _model_curve(ends: list[int], latencies: list[float], dram: float, max_bytes: int):
+    """Latency of a random chase under a sharp (LRU-like) hit model: hit in a cache of C with
+    probability min(1, C/S)^3."""
+    sizes = curve_sizes(max_bytes, 4)
+    out = []
+    for s in sizes:
+        total, covered = 0.0, 0.0
+        for cap, ns in zip(ends, latencies):
+            hit = min(1.0, cap / s) ** 3
+            total += (hit - covered) * ns
+            covered = max(covered, hit)
+        out.append(total + (1 - covered) * dram)
+    return sizes, out
+
+
+@given(st.integers(24, 64), st.integers(1, 4), st.integers(3, 8),
+       st.floats(1.0, 2.0), st.floats(2.5, 4.0), st.floats(2.5, 5.0), st.floats(2.0, 5.0))
+def test_levels_of_any_plausible_hierarchy_are_found_within_a_fifth(
+        l1_kib: int, l2_doublings: int, l3_doublings: int, l1_ns: float, r2: float, r3: float,
+        rdram: float) -> None:
+    l1 = l1_kib << 10
+    ends = [l1, l1 << (l2_doublings + 2), l1 << (l2_doublings + 2 + l3_doublings)]
+    lats = [l1_ns, l1_ns * r2, l1_ns * r2 * r3]
+    sizes, ns = _model_curve(ends, lats, lats[-1] * rdram, 4 * ends[-1])
+    levels = read_levels(sizes, ns, 3, True, 3)
+    assert [lv.name for lv in levels] == ["L1", "L2", "L3", "DRAM"]
+    for level, end, lat in zip(levels, ends, lats):
+        assert end / 1.2 <= level.end_bytes <= end * 1.2
+        assert lat / 1.1 <= level.latency_ns <= lat * 1.1

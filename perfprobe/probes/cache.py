@@ -85,6 +85,7 @@ def _curve(ctx: ProbeContext, k: ModuleType, buf: Any, plan: Plan, timing: m.Tim
     """Random-chase latency at each working-set size, 4 KiB to the largest."""
     sizes = curve_sizes(plan.max_bytes, plan.per_doubling, plan.line_bytes)
     latencies = []
+    m.random_chase_ns(k, buf, sizes[0], plan.line_bytes, m.Timing(0.05, 1))  # clocks up, code hot
     with ctx.progress("cache latency curve", len(sizes)) as task:
         for size in sizes:
             latencies.append(m.random_chase_ns(k, buf, size, plan.line_bytes, timing))
