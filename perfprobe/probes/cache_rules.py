@@ -248,4 +248,7 @@ def summary(levels: Sequence[Level]) -> str:
 
 def key_figure(levels: Sequence[Level]) -> str:
     """Latencies L1 / L2 / … / DRAM, for the summary table of `perfprobe all`."""
-    return " / ".join(f"{lv.latency_ns:.3g}" for lv in levels) + " ns" if levels else ""
+    if not levels:
+        return ""
+    return ("/".join(lv.name for lv in levels) + " " +
+            "/".join(f"{lv.latency_ns:.3g}" for lv in levels) + " ns")
