@@ -5,7 +5,7 @@ BIN    := $(VENV)/bin
 # On a host with an NVIDIA driver, `make run` also installs cupy for the driver's CUDA major version.
 GPU_EXTRA := $(shell $(PYTHON) tools/gpu_extra.py 2>/dev/null)
 
-.PHONY: run test bench completions check-completions test-numa-vm help-time clean
+.PHONY: run test bench completions test-numa-vm readme clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -42,3 +42,7 @@ test-numa-vm: $(VENV)/.installed-test
 
 clean:
 	rm -rf $(VENV) bench/build .pytest_cache
+
+## readme: gather each probe's verdict-rule table from docs/probes/ into the README
+readme:
+	$(PYTHON) tools/readme_rules.py

@@ -26,3 +26,13 @@ def test_every_visible_option_is_in_the_readme():
 def test_readme_starts_with_the_two_setup_commands():
     setup = README.split("## Set-up")[1][:400]
     assert "make run" in setup and "make test" in setup
+
+
+def test_readme_rules_are_gathered_from_the_probe_pages():
+    import importlib.util
+
+    path = Path(__file__).resolve().parents[1] / "tools" / "readme_rules.py"
+    spec = importlib.util.spec_from_file_location("readme_rules", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    assert module.updated_readme(README) == README, "README's verdict rules are stale: run `make readme`"

@@ -1,0 +1,55 @@
+"""Gather each probe's verdict-rule table (docs/probes/<name>.md) into the README's rules section.
+
+The probe pages are the source; `make readme` rewrites the README between its rules markers and
+tests/test_readme.py fails when the README lags behind them.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+BEGIN, END = "<!-- rules:begin -->", "<!-- rules:end -->"
+PROBES = ("host", "cache", "falseshare", "numa", "pinned", "streams", "uvm")
+INTRO = """## Verdict rules
+
+Every rule is a plain function of measured numbers and host facts, unit-tested on numbers recorded
+on real hosts (tests/data/). Each probe's page under docs/probes/ gives its method, metric names
+and measured figures in full; the tables below are gathered from those pages by `make readme`.
+"""
+
+
+def rule_table(page: str) -> list[str]:
+    """The first markdown table under the page's '## Verdict rules' heading."""
+    lines = page.splitlines()
+    start = next(i for i, line in enumerate(lines) if line.startswith("## Verdict rules"))
+    table: list[str] = []
+    for line in lines[start + 1:]:
+        if line.startswith("|"):
+            table.append(line)
+        elif table or line.startswith("## "):
+            break
+    return table
+
+
+def rules_section() -> str:
+    parts = [BEGIN, INTRO]
+    for name in PROBES:
+        page = (ROOT / "docs" / "probes" / f"{name}.md").read_text()
+        parts.append(f"### {name} ([docs/probes/{name}.md](docs/probes/{name}.md))\n")
+        parts.append("\n".join(rule_table(page)) + "\n")
+    parts.append(END)
+    return "\n".join(parts)
+
+
+def updated_readme(readme: str) -> str:
+    head, rest = readme.split(BEGIN, 1)
+    _, tail = rest.split(END, 1)
+    return head + rules_section() + tail
+
+
+if __name__ == "__main__":
+    path = ROOT / "README.md"
+    path.write_text(updated_readme(path.read_text()))
+    sys.stdout.write("README.md: verdict rules gathered from docs/probes/\n")
