@@ -40,7 +40,7 @@ def _judge_warn(raw, host):
 
 
 def _measure_gpu(ctx):
-    raise GpuUnavailable("cupy is not installed", "pip install cupy")
+    raise GpuUnavailable("cupy is not installed", "pip install cupy[cuda]")
 
 
 def _measure_skip(ctx):

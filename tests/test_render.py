@@ -49,6 +49,7 @@ def test_table_shows_verdicts_advice_and_summary(report):
     text = console.export_text()
     for expected in ("PASS", "WARN", "SKIP", "ERROR", "→ do better", "Summary", "L1 1.5 ns", "Overall"):
         assert expected in text
+    assert "pip install cupy[cuda]" in text  # advice is text, never rich markup
 
 
 def test_plot_draws_points_and_marks():

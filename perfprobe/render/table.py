@@ -60,7 +60,7 @@ def metrics_table(metrics: dict[str, Metric] | Any) -> RichTable:
     view.add_column("value", justify="right")
     view.add_column("unit")
     for name, metric in metrics.items():
-        view.add_row(name, _format(metric.value), metric.unit)
+        view.add_row(Text(name), Text(_format(metric.value)), Text(metric.unit))
     return view
 
 
@@ -80,7 +80,7 @@ def summary_table(report: Report) -> RichTable:
     for result in report.results:
         advice = next((f.advice for f in result.findings if f.advice and f.verdict is not Verdict.PASS), "")
         name = result.probe if result.device is None else f"{result.probe} (GPU {result.device})"
-        view.add_row(name, verdict_text(result.verdict), result.key_figure, advice)
+        view.add_row(Text(name), verdict_text(result.verdict), Text(result.key_figure), Text(advice))
     return view
 
 
