@@ -167,3 +167,14 @@ def test_replay_through_the_cli_exits_1_on_the_busy_warning(capsys):
     report = json.loads(capsys.readouterr().out)
     assert exit_info.value.code == 1 and report["results"][0]["verdict"] == "warn"
     assert report["results"][0]["metrics"]["destructive_distance_bytes"]["value"] == 64
+
+
+def test_quiet_kvm_recording_passes_with_64_byte_padding():
+    recording = json.loads((DATA / "falseshare_kvm_2cpu.json").read_text())
+    result = rules.judge(recording["raw"]["falseshare"], recording["host"])
+    m = result.metrics
+    assert result.verdict is Verdict.PASS, messages(result)
+    assert m["destructive_distance_bytes"].value == 64 and m["recommended_padding_bytes"].value == 64
+    assert m["coherency_line_bytes"].value == 64
+    assert m["slowdown.atomic.8B"].value == pytest.approx(4.17, abs=0.01)
+    assert m["scaling_efficiency.atomic"].value >= 0.8
