@@ -178,3 +178,18 @@ def test_quiet_kvm_recording_passes_with_64_byte_padding():
     assert m["coherency_line_bytes"].value == 64
     assert m["slowdown.atomic.8B"].value == pytest.approx(4.17, abs=0.01)
     assert m["scaling_efficiency.atomic"].value >= 0.8
+
+
+def test_many_threads_give_the_metrics_and_two_thread_columns_beside_them():
+    raw = make_raw()
+    two = [dict(c) for c in raw["cases"] if c["threads"] == 2 and c["spacing_bytes"]]
+    four = [{**c, "threads": 4, "cpus": [0, 1, 2, 3], "ns_per_update": stat(c["ns_per_update"]["median"] * 2)}
+            for c in raw["cases"] if c["threads"] == 2]
+    raw.update(threads=4, thread_counts=[2, 4], cases=two + four + [c for c in raw["cases"] if c["threads"] == 1])
+    raw["placement"]["4"] = {"cpus": [0, 1, 2, 3], "smt_shared": [[0, 2]]}
+    result = rules.judge(raw, HOST_64)
+    assert result.metrics["threads"].value == 4
+    assert result.metrics["ns_per_update.atomic.8B"].value == pytest.approx(60.0)
+    assert result.tables[0].columns[1:4] == ("ns/update (2 thr)", "min-max (2 thr)", "slowdown (2 thr)")
+    assert len(result.tables[0].columns) == 7
+    assert "do not scale" in messages(result) and "[[0, 2]]" in " ".join(f.advice for f in result.findings)
