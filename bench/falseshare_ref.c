@@ -81,7 +81,7 @@ static void *worker(void *arg) {
         for (long i = 0; i < iters; i++) atomic_fetch_add_explicit(c, 1, memory_order_seq_cst);
     } else if (job->mode == PLAIN) {
         volatile int64_t *c = (volatile int64_t *)job->counter;
-        for (long i = 0; i < iters; i++) *c = *c + 1;
+        for (long i = iters; i > 0; i--) *c = *c + 1; /* counts down, like numba's loop */
     } else {
         pingpong((atomic_long *)job->counter, job->role, iters);
     }
