@@ -27,9 +27,10 @@ HERE = Path(__file__).resolve().parent
 BASE_LAYOUT = "1"  # bump when build_base or what it copies changes: the cached base is rebuilt
 GUEST_VENV = Path("/venv")
 TOP_LEVEL_LINKS = ("bin", "sbin", "lib", "lib64")
+# The config-3.X-<arch> folder holds the static libpython (tens of MB); sysconfig reads
+# _sysconfigdata*.py, which stays.
 STDLIB_DROP = {"test", "site-packages", "idlelib", "tkinter", "turtledemo", "ensurepip", "lib2to3",
-               "pydoc_data", "__phello__", f"config-{sys.version_info.major}.{sys.version_info.minor}"
-               f"-{sys.implementation._multiarch}" if hasattr(sys.implementation, "_multiarch") else ""}
+               "pydoc_data", "__phello__", Path(sysconfig.get_config_var("LIBPL") or "config").name}
 # Extension modules nobody here imports, some of which pull in X11/Tk libraries.
 DYNLOAD_DROP = ("_tkinter", "_test", "xxlimited", "_xxtestfuzz", "_ctypes_test", "audioop",
                 "ossaudiodev", "nis", "spwd")

@@ -126,22 +126,28 @@ def save(run: GuestRun, results: Path) -> None:
 
 
 def table(runs: list[GuestRun]) -> str:
-    """shape | check | result, with the detail of anything unexpected."""
+    """shape | check | result | detail — the detail only where something went other than expected."""
     rows = [("shape", "check", "result", "detail")]
     for run in runs:
-        want = "fail" if run.shape.expect_fail else "pass"
-        for check in run.checks:
-            note = "" if check["result"] == want else check["detail"][:160]
-            label = f"{check['result']} (expected)" if run.shape.expect_fail and check["result"] == "fail" else check["result"]
-            rows.append((run.shape.name, check["check"], label, note or f"{check['seconds']} s"))
-        missing = [c for c in run.shape.checks if c not in {x["check"] for x in run.checks}]
-        for name in missing:
-            rows.append((run.shape.name, name, "not run", run.problem or "guest ended early"))
-        verdict = "PASS" if run.ok() else "FAIL"
-        rows.append((run.shape.name, "(guest)", verdict, f"{run.seconds:.0f} s" +
-                     (f"; {run.problem}" if run.problem else "")))
+        rows += guest_rows(run)
     widths = [max(len(r[i]) for r in rows) for i in range(3)]
     return "\n".join(" | ".join([*(r[i].ljust(widths[i]) for i in range(3)), r[3]]) for r in rows)
+
+
+def guest_rows(run: GuestRun) -> list[tuple[str, str, str, str]]:
+    """One row per check (ran or not), then the guest's own verdict."""
+    want = "fail" if run.shape.expect_fail else "pass"
+    rows = []
+    for check in run.checks:
+        label = check["result"] + (" (expected)" if want == "fail" and check["result"] == "fail" else "")
+        detail = f"{check['seconds']} s" if check["result"] == want else check["detail"][:160]
+        rows.append((run.shape.name, check["check"], label, detail))
+    ran = {c["check"] for c in run.checks}
+    rows += [(run.shape.name, name, "not run", run.problem or "guest ended early")
+             for name in run.shape.checks if name not in ran]
+    ending = f"{run.seconds:.0f} s" + (f"; {run.problem}" if run.problem else "")
+    rows.append((run.shape.name, "(guest)", "PASS" if run.ok() else "FAIL", ending))
+    return rows
 
 
 def shapes_json(shapes: list[Shape], cache: Path) -> str:
@@ -174,8 +180,10 @@ def run_all(shapes: list[Shape], cache: Path, kernel: Path, timeout: float, star
         runs.append(run)
     print(table(runs))
     ok = all(r.ok() for r in runs)
-    print(f"numa-vm: {'passed' if ok else 'FAILED'}: {sum(r.ok() for r in runs)}/{len(runs)} guests as "
-          f"expected in {time.monotonic() - started:.0f} s (console logs: {logs})")
+    passed = sum(r.ok() for r in runs)
+    print(f"numa-vm: {'all guests as expected' if ok else 'NOT as expected'} in "
+          f"{time.monotonic() - started:.0f} s (console logs: {logs})")
+    print(f"numa-vm: {passed} passed, {len(runs) - passed} failed")
     return 0 if ok else 1
 
 
@@ -183,7 +191,7 @@ def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--cache", type=Path, default=PROJECT / ".vm")
     parser.add_argument("--shape", action="append", default=[], help="run only these shapes")
-    parser.add_argument("--timeout", type=float, default=420, help="seconds per guest")
+    parser.add_argument("--timeout", type=float, default=300, help="seconds per guest")
     parser.add_argument("--checks", default="", help="comma-separated checks to run instead (debugging)")
     args = parser.parse_args(argv)
     try:

@@ -11,5 +11,6 @@ if [ ! -x "$py" ]; then
     echo "numa-vm: $py is missing: run 'make test' (or pip install -e '.[test]' into .venv) first" >&2
     exit 2
 fi
+"$py" -m pytest -q -p no:cacheprovider "$here/test_harness.py" >&2   # the harness itself, < 5 s
 bash "$here/install_deps.sh" "$cache"
 exec "$py" "$here/numa_vm.py" --cache "$cache" "$@"
