@@ -38,7 +38,7 @@ def run(names: Sequence[str], config: RunConfig, progress: ProgressFactory = nul
     host = recording["host"] if recording else _read_host(config)
     probes = [load_probe(name) for name in names]
     binding = _apply_binding(config, host)
-    devices = _devices_for(probes, config)
+    devices = _devices_for(probes, config, recording)
     raws: dict[str, Any] = {}
     results: list[ProbeResult] = []
     for probe in probes:
@@ -115,8 +115,14 @@ def _apply_binding(config: RunConfig, host: Mapping[str, Any]) -> dict[str, Any]
     return bind.bind_to_node(config.bind, host)
 
 
-def _devices_for(probes: Sequence[Probe], config: RunConfig) -> list[int | None]:
-    """The GPU indices to run GPU probes on: --device N, every device for `all`, else device 0."""
+def _devices_for(probes: Sequence[Probe], config: RunConfig,
+                 recording: Mapping[str, Any] | None = None) -> list[int | None]:
+    """The GPU indices to run GPU probes on: --device N, every device for `all`, else device 0.
+
+    Replaying, `all` means every device the recording holds."""
+    if recording is not None and config.device == "all":
+        recorded = {int(key.split("[")[1].rstrip("]")) for key in recording["raw"] if "[" in key}
+        return sorted(recorded) or [0]
     if not any(p.needs_gpu for p in probes) or config.replay:
         return [config.device if isinstance(config.device, int) else 0]
     if config.device is None:

@@ -75,3 +75,11 @@ def test_fsroot_must_be_a_tree(tmp_path, monkeypatch):
         runner._check_fsroot(RunConfig(fsroot=tmp_path / "missing"))
     with pytest.raises(UsageError, match="no sys/ or proc/"):
         runner._check_fsroot(RunConfig(fsroot=tmp_path))
+
+
+def test_replay_of_device_all_gives_every_recorded_gpu(tmp_path):
+    recording = tmp_path / "rec.json"
+    recording.write_text(json.dumps({"host": fake_probes.HOST,
+                                     "raw": {"gpu[0]": {"latency_ns": 1}, "gpu[1]": {"latency_ns": 2}}}))
+    results = runner.run(["gpu"], RunConfig(replay=recording, device="all")).results
+    assert [(r.device, r.verdict) for r in results] == [(0, Verdict.PASS), (1, Verdict.PASS)]
