@@ -24,7 +24,7 @@ from pathlib import Path
 import numba_warm
 
 HERE = Path(__file__).resolve().parent
-BASE_LAYOUT = "1"  # bump when build_base or what it copies changes: the cached base is rebuilt
+BASE_LAYOUT = "2"  # bump when build_base or what it copies changes: the cached base is rebuilt
 GUEST_VENV = Path("/venv")
 TOP_LEVEL_LINKS = ("bin", "sbin", "lib", "lib64")
 # The config-3.X-<arch> folder holds the static libpython (tens of MB); sysconfig reads
@@ -35,6 +35,8 @@ STDLIB_DROP = {"test", "site-packages", "idlelib", "tkinter", "turtledemo", "ens
 DYNLOAD_DROP = ("_tkinter", "_test", "xxlimited", "_xxtestfuzz", "_ctypes_test", "audioop",
                 "ossaudiodev", "nis", "spwd")
 SITE_DROP = {"pip", "setuptools", "pkg_resources", "_distutils_hack", "distutils-precedence.pth"}
+# GPU and other heavy packages a venv may hold that nothing in a CPU-only guest imports.
+SITE_DROP_PREFIXES = ("cupy", "nvidia", "fastrlock", "torch", "triton", "__editable__")
 # Loaded through ctypes/dlopen, so ldd on the extension modules does not list them.
 DLOPENED = ("libnuma.so.1", "libgcc_s.so.1")
 
@@ -96,11 +98,17 @@ class Tree:
         else:
             self.dst(parent).mkdir(parents=True, exist_ok=True)
 
-    def copy_tree(self, src: str | Path, dst: str | Path, drop: set[str]) -> None:
-        """Copy a directory tree, leaving out names in `drop`, tests of numpy/numba, and .opt pycs."""
+    def copy_tree(self, src: str | Path, dst: str | Path, drop: set[str],
+                  drop_prefixes: tuple[str, ...] = ()) -> None:
+        """Copy a directory tree, leaving out names in `drop` or starting with `drop_prefixes`
+        (top level only), tests of numpy/numba, and optimised pycs."""
+        top = os.path.abspath(src)
+
         def ignore(directory: str, names: list[str]) -> set[str]:
             here = Path(directory)
+            at_top = os.path.abspath(directory) == top
             return {n for n in names if n in drop or n.endswith((".opt-1.pyc", ".opt-2.pyc"))
+                    or (at_top and n.startswith(drop_prefixes))
                     or (here.name == "lib-dynload" and n.startswith(DYNLOAD_DROP))
                     or (n == "tests" and ("numpy" in here.parts or "numba" in here.parts))}
         self.make_parent(dst)
@@ -170,7 +178,7 @@ def make_guest_venv(tree: Tree, py: dict[str, str], venv_site: Path) -> None:
     """A venv for the guest's interpreter holding the project venv's packages (no pip, no editable
     hook: the project layer adds a .pth pointing at the checkout)."""
     site = GUEST_VENV / "lib" / f"python{py['version']}" / "site-packages"
-    tree.copy_tree(venv_site, site, SITE_DROP | {n.name for n in venv_site.glob("__editable__*")})
+    tree.copy_tree(venv_site, site, SITE_DROP, SITE_DROP_PREFIXES)
     bindir = tree.dst(GUEST_VENV / "bin")
     bindir.mkdir(parents=True, exist_ok=True)
     for name in ("python", "python3", f"python{py['version']}"):

@@ -59,9 +59,8 @@ def checks_table(runs: list[dict[str, Any]]) -> str:
 
 def shape_section(data: dict[str, Any]) -> list[str]:
     run = data["run"]
-    out = [f"## {run['shape']}: {run['title']}", "",
-           f"QEMU: `{' '.join(run['qemu_args'])}`" + (f"; kernel: `{run['kernel_args']}`" if run["kernel_args"] else ""),
-           ""]
+    kernel = f"; kernel: `{run['kernel_args']}`" if run["kernel_args"] else ""
+    out = [f"## {run['shape']}: {run['title']}", "", f"QEMU: `{' '.join(run['qemu_args'])}`{kernel}", ""]
     guest = run.get("info", {}).get("sysfs_nodes")
     if guest:
         out += [f"Guest kernel (sysfs): online nodes `{guest['online']}`, with CPUs `{guest['has_cpu']}`, "
@@ -106,7 +105,8 @@ def main() -> None:
     args = parser.parse_args()
     from shapes import SHAPES  # the shapes' order
 
-    dirs = [args.cache / "results" / s.name for s in SHAPES if (args.cache / "results" / s.name / "run.json").exists()]
+    results = args.cache / "results"
+    dirs = [results / s.name for s in SHAPES if (results / s.name / "run.json").exists()]
     shapes = [load(d) for d in dirs]
     kernel = (args.cache / "kernel" / "package").read_text().strip()
     when = datetime.fromtimestamp(max((d / "run.json").stat().st_mtime for d in dirs), timezone.utc)

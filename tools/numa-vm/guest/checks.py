@@ -88,7 +88,8 @@ def check_topology(g: Guest) -> Result:
         problems.append(f"memory-only {numa.get('memory_only_nodes')} != {g.shape['memory_only_nodes']}")
     problems += memory_problems(numa["nodes"], g.nodes())
     memory = {n["id"]: f"{(n.get('memory_total_bytes') or 0) >> 20}M" for n in numa["nodes"]}
-    return not problems, "; ".join(problems) or f"nodes {seen}, memory {memory}, distances {numa['distances']}"
+    summary = f"nodes {seen}, memory {memory}, distances {numa['distances']}"
+    return not problems, "; ".join(problems) or summary
 
 
 def memory_problems(seen: list[dict[str, Any]], want: list[dict[str, Any]]) -> list[str]:
