@@ -82,7 +82,8 @@ def test_a_healthy_host_passes_with_the_figures():
     for kind in ("atomic", "plain"):
         for s in SPACINGS:
             assert f"ns_per_update.{kind}.{s}B" in m and f"slowdown.{kind}.{s}B" in m
-    assert "alignas(64)" in result.findings[0].advice
+    assert "alignas(64)" in result.findings[1].advice
+    assert result.findings[0].message == "placement: 2 threads on CPUs 0, 1 (distinct physical cores)"
     assert result.key_figure.startswith("pad 64 B")
 
 

@@ -83,7 +83,8 @@ def judge(raw: Mapping[str, Any], host: Mapping[str, Any]) -> Assessment:
     atomic = cost_by_spacing(raw, "atomic", threads)
     distance, line = destructive_distance(atomic), line_bytes(host)
     pad = padding(distance, line)
-    findings = [_distance_finding(distance, line, pad, max(atomic)), *_contention_findings(raw, atomic),
+    findings = [_placement_finding(raw), _distance_finding(distance, line, pad, max(atomic)),
+                *_contention_findings(raw, atomic),
                 *_scaling_findings(raw), *_plain_check_findings(raw), *_busy_findings(raw)]
     worst = slowdowns(atomic)[min(atomic)]
     summary = (f"{threads} threads: counters {min(atomic)} B apart cost {worst:.1f}x the {max(atomic)} B "
@@ -92,6 +93,21 @@ def judge(raw: Mapping[str, Any], host: Mapping[str, Any]) -> Assessment:
     return Assessment(summary=summary, metrics=_metrics(raw, distance, pad, line),
                       findings=tuple(findings), tables=_tables(raw), facts=_facts(raw),
                       key_figure=f"pad {pad} B ({worst:.1f}x at {min(atomic)} B)")
+
+
+def _placement_finding(raw: Mapping[str, Any]) -> Finding:
+    """Where the threads ran: distinct physical cores, or SMT siblings when T exceeds the cores."""
+    parts = []
+    for t in raw["thread_counts"]:
+        place = raw["placement"][str(t)]
+        where = (f"SMT siblings share a core: {place['smt_shared']}" if place["smt_shared"]
+                 else "distinct physical cores")
+        parts.append(f"{t} threads on CPUs {_cpu_list(place['cpus'])} ({where})")
+    return Finding(Verdict.PASS, "placement: " + "; ".join(parts))
+
+
+def _cpu_list(cpus: Sequence[int]) -> str:
+    return ", ".join(map(str, cpus)) if len(cpus) <= 8 else f"{cpus[0]}, {cpus[1]}, ... {cpus[-1]} ({len(cpus)})"
 
 
 def _distance_finding(distance: int, line: int | None, pad: int, widest: int) -> Finding:
