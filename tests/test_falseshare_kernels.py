@@ -69,10 +69,10 @@ def test_plain_loop_loads_and_stores_memory_every_iteration():
 def test_a_tiny_measure_is_judged():
     from perfprobe.probes import falseshare
 
-    ctx = ProbeContext(config=RunConfig(quick=True, options={"iterations": 2_000, "max_spacing": 64}),
+    ctx = ProbeContext(config=RunConfig(quick=True, options={"iterations": 2_000}),
                        host=read_host_facts(None), progress=null_progress)
     raw = falseshare.measure(ctx)
-    assert raw["spacings_bytes"] == [8, 16, 32, 64]
+    assert raw["spacings_bytes"] == [8, 16, 32, 64, 128, 256]
     assert all(c["ns_per_update"]["repeats"] == raw["repeats"] for c in raw["cases"])
     result = falseshare.judge(raw, ctx.host)
     assert result.metrics["destructive_distance_bytes"].value in raw["spacings_bytes"]

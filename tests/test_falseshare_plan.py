@@ -37,7 +37,12 @@ def test_shared_cores_names_the_sibling_groups():
 def test_spacings_double_from_8_to_the_widest():
     assert falseshare.spacings(256) == [8, 16, 32, 64, 128, 256]
     assert falseshare.spacings(1024)[-2:] == [512, 1024]
-    assert falseshare.spacings(16) == [8, 16]
+
+
+@pytest.mark.parametrize("widest", [16, 128])
+def test_a_sweep_narrower_than_256_bytes_is_a_usage_error(widest):
+    with pytest.raises(UsageError, match="--max-spacing"):
+        falseshare.spacings(widest)
 
 
 def test_thread_counts_are_two_and_all_usable():

@@ -9,7 +9,7 @@ Memory operations are llvmlite intrinsics on raw addresses, because numba has no
 - atomic update: `atomicrmw add seq_cst` (x86: `lock add`/`lock xadd`),
 - plain update: a relaxed (monotonic) atomic load, an add, and a relaxed atomic store, with an empty
   asm memory clobber between them. LLVM may not merge, hoist or drop those, so every iteration loads
-  and stores memory, with no lock prefix or fence (x86: `mov`, `add`, `mov`) — the same code a C
+  and stores memory, with no lock prefix or fence (x86: `mov`, `inc`, `mov`) — the code a C
   compiler emits for a `volatile` increment.
   `plain_loop_touches_memory()` checks this in the generated assembly.
 Timing is `clock_gettime(CLOCK_MONOTONIC)` called from inside the kernel, after a spin barrier, so

@@ -76,7 +76,11 @@ def shared_cores(cpus: Sequence[int], cores: Sequence[Sequence[int]]) -> list[li
 
 
 def spacings(max_spacing: int) -> list[int]:
-    """8, 16, ... up to max_spacing bytes (powers of two)."""
+    """8, 16, ... up to max_spacing bytes (powers of two); the sweep always reaches 256 B, since a
+    narrower one cannot see interference end beyond a 64-byte line."""
+    if max_spacing < DEFAULT_MAX_SPACING:
+        raise UsageError(f"--max-spacing {max_spacing}: the sweep always covers 8 to {DEFAULT_MAX_SPACING} B; "
+                         f"give {DEFAULT_MAX_SPACING} or more (a power of two)")
     out, s = [], MIN_SPACING
     while s <= max_spacing:
         out.append(s)
@@ -112,6 +116,7 @@ def plan_cases(order: Sequence[int], counts: Sequence[int], widths: Sequence[int
 
 def measure(ctx: ProbeContext) -> dict[str, Any]:
     """Time every case (interleaved repeats, medians) and the core-to-core pairs."""
+    widths = spacings(int(ctx.config.option("max_spacing", DEFAULT_MAX_SPACING)))
     usable = usable_cpus(ctx.host)
     if len(usable) < 2:
         raise ProbeSkipped(f"false sharing needs 2 usable CPUs; this process may use {len(usable)} "
@@ -123,7 +128,6 @@ def measure(ctx: ProbeContext) -> dict[str, Any]:
     cores = (ctx.host.get("cpus") or {}).get("cores") or []
     order = placement_order(usable, cores)
     counts = thread_counts(len(usable), ctx.config.option("threads", None))
-    widths = spacings(int(ctx.config.option("max_spacing", DEFAULT_MAX_SPACING)))
     _check_memory(ctx.host, max(counts), widths[-1])
     iterations = ctx.config.option("iterations", None)
     cases = plan_cases(order, counts, widths)
