@@ -114,3 +114,19 @@ def test_too_wide_a_spacing_for_memory_is_a_usage_error(monkeypatch):
     monkeypatch.setattr(perfprobe.gpu, "host_memory_budget", lambda host: 1 << 20)
     with pytest.raises(UsageError, match="--max-spacing"):
         falseshare.measure(_ctx([0, 1], max_spacing=1 << 20))
+
+
+@pytest.mark.parametrize("tree", ["16em64t-4s2c2t", "32intel64-2p8co2t+8ve", "20em64t-hybrid-1p6c2t+2ca4co1t"])
+def test_placement_on_captured_smt_hosts_uses_every_core_before_a_sibling(fixture_tree, tree):
+    from perfprobe.host import read_host_facts
+
+    host = read_host_facts(fixture_tree(tree))
+    usable, cores = host["cpus"]["usable"], host["cpus"]["cores"]
+    order = falseshare.placement_order(usable, cores)
+    physical = len([c for c in cores if set(c) & set(usable)])
+    assert sorted(order) == sorted(usable)
+    assert falseshare.shared_cores(order[:physical], cores) == []
+    if len(usable) > physical:
+        assert falseshare.shared_cores(order[:physical + 1], cores) != []
+    cpus, sampled = falseshare.pair_cpus(order, falseshare.QUICK.max_pair_cpus)
+    assert sampled == (len(usable) > falseshare.QUICK.max_pair_cpus) and set(cpus) <= set(usable)
