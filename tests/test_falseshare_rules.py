@@ -168,6 +168,8 @@ def test_replay_through_the_cli_exits_1_on_the_busy_warning(capsys):
     report = json.loads(capsys.readouterr().out)
     assert exit_info.value.code == 1 and report["results"][0]["verdict"] == "warn"
     assert report["results"][0]["metrics"]["destructive_distance_bytes"]["value"] == 64
+    jsonschema = pytest.importorskip("jsonschema")
+    jsonschema.validate(report, json.loads((DATA.parent.parent / "docs" / "report.schema.json").read_text()))
 
 
 def test_quiet_kvm_recording_passes_with_64_byte_padding():
