@@ -104,7 +104,7 @@ def expected(shape: Shape) -> dict:
 
 
 def _two_nodes(name: str, title: str, checks: tuple[str, ...], **extra) -> Shape:
-    return Shape(name, title, (Node(0, (0,), 1024), Node(1, (1,), 256)), {(0, 1): 21}, 1, checks,
+    return Shape(name, title, (Node(0, (0,), 1024), Node(1, (1,), 384)), {(0, 1): 21}, 1, checks,
                  **extra)
 
 
@@ -120,7 +120,7 @@ SHAPES: tuple[Shape, ...] = (
           {(0, 1): 21, (0, 2): 17, (1, 2): 28}, 1,
           ("topology", "numa-matrix", "bind-memory-only")),
     Shape("sparse-ids", "nodes 0, 1, 3 (QEMU node 2 hidden by memmap=), node 3 memory-only",
-          (Node(0, (0,), 1024), Node(1, (1,), 256), Node(2, (), 64, hidden=True), Node(3, (), 256)),
+          (Node(0, (0,), 1024), Node(1, (1,), 384), Node(2, (), 64, hidden=True), Node(3, (), 256)),
           {(0, 1): 21, (0, 2): 40, (0, 3): 17, (1, 2): 40, (1, 3): 28, (2, 3): 40}, 1,
           ("topology", "bind-placement", "bind-memory-only", "pytest-multinode")),
     _two_nodes("broken-membind", "negative: 2 nodes, set_mempolicy made a silent no-op",

@@ -32,7 +32,7 @@ def test_every_shape_gives_qemu_a_distance_for_every_pair_and_memory_that_adds_u
 
 def test_sparse_shape_hides_node_2_and_expects_ids_0_1_3() -> None:
     s = shape("sparse-ids")
-    assert kernel_args(s) == "memmap=64M$1280M"
+    assert kernel_args(s) == "memmap=64M$1408M"
     want = expected(s)
     assert [n["id"] for n in want["nodes"]] == [0, 1, 3]
     assert want["distances"] == [[10, 21, 17], [21, 10, 28], [17, 28, 10]]
