@@ -72,7 +72,7 @@ def test_exit_codes_from_isa_debug_exit_and_crashes(tmp_path: Path) -> None:
 
 def test_positive_needs_every_check_passed_negative_every_check_failed() -> None:
     def finished(name: str, results: list[str]) -> GuestRun:
-        run = GuestRun(shape(name), guest_exit=0)
+        run = GuestRun(shape(name), guest_exit=0 if set(results) == {"pass"} else 1)
         run.checks = [{"check": c, "result": r, "detail": "", "seconds": 1}
                       for c, r in zip(run.shape.checks, results)]
         return run
@@ -86,4 +86,7 @@ def test_positive_needs_every_check_passed_negative_every_check_failed() -> None
     crashed = finished("broken-membind", ["fail", "fail"])
     crashed.problem = "timed out"
     assert not crashed.ok()
+    exited_badly = finished("two-nodes", ["pass"] * two)
+    exited_badly.guest_exit = 1  # checks.py died after its last report
+    assert not exited_badly.ok()
     assert "fail (expected)" in table([finished("broken-membind", ["fail", "fail"])])
