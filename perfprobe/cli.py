@@ -100,7 +100,7 @@ def falseshare(json_out: JsonOpt = False, output: OutputOpt = None, quick: Quick
                threads: Annotated[Optional[int], typer.Option("--threads", min=2, max=4096,
                                   help="Threads for the many-thread runs (default: all usable CPUs).")] = None) -> None:
     """False sharing: cost per counter spacing, padding to use, core-to-core latency."""
-    spacing = parse_size(max_spacing, "--max-spacing", minimum=16, maximum=1 << 20, power_of_two=True)
+    spacing = parse_size(max_spacing, "--max-spacing", minimum=256, maximum=1 << 20, power_of_two=True)
     _run(["falseshare"], RunConfig(json=json_out, output=output, quick=quick, bind=bind,
                                    options={"max_spacing": spacing, "threads": threads},
                                    record=record, replay=replay))
