@@ -13,38 +13,18 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import shutil
 import subprocess
 import sys
 import tempfile
 from pathlib import Path
+
+import cuda_reference
 
 ROOT = Path(__file__).resolve().parent.parent
 SOURCE = ROOT / "bench" / "pinned_ref.cu"
 BINARY = ROOT / "bench" / "build" / "pinned_ref"
 JUDGED_FROM = 256 << 20
 TOLERANCE = 0.05
-
-
-def skip_reason() -> str | None:
-    """Why this host cannot run the benchmark, or None."""
-    if not (shutil.which("nvcc") or Path("/usr/local/cuda/bin/nvcc").exists()):
-        return "no nvcc"
-    sys.path.insert(0, str(ROOT))
-    from perfprobe.gpu import load_cupy
-    from perfprobe.probe import GpuUnavailable
-
-    try:
-        load_cupy()
-    except GpuUnavailable as exc:
-        return f"no GPU ({exc.reason})"
-    return None
-
-
-def build() -> None:
-    nvcc = shutil.which("nvcc") or "/usr/local/cuda/bin/nvcc"
-    BINARY.parent.mkdir(parents=True, exist_ok=True)
-    subprocess.run([nvcc, "-O2", "-o", str(BINARY), str(SOURCE)], check=True)
 
 
 def run_reference(max_size: int) -> dict[int, dict[str, float]]:
@@ -90,11 +70,11 @@ def main() -> int:
     parser.add_argument("--max-size", type=int, default=1 << 30)
     parser.add_argument("--out", type=Path, default=None, help="folder for the raw outputs")
     args = parser.parse_args()
-    reason = skip_reason()
+    reason = cuda_reference.skip_reason()
     if reason:
         print(f"skipped: no GPU/nvcc ({reason})")
         return 0
-    build()
+    cuda_reference.build(SOURCE, BINARY)
     out = args.out or Path(tempfile.mkdtemp(prefix="bench_pinned_"))
     out.mkdir(parents=True, exist_ok=True)
     first = run_reference(args.max_size)

@@ -18,11 +18,12 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import shutil
 import subprocess
 import sys
 import tempfile
 from pathlib import Path
+
+import cuda_reference
 
 ROOT = Path(__file__).resolve().parent.parent
 SOURCE = ROOT / "bench" / "uvm_ref.cu"
@@ -35,27 +36,6 @@ PAIRS = (
     ("host_prefetch_move_s", "host_prefetch", "move_s", 0.15),
     ("managed_on_demand_s", "managed_on_demand", "time_s", 0.25),
 )
-
-
-def skip_reason() -> str | None:
-    """Why this host cannot run the benchmark, or None."""
-    if not (shutil.which("nvcc") or Path("/usr/local/cuda/bin/nvcc").exists()):
-        return "no nvcc"
-    sys.path.insert(0, str(ROOT))
-    from perfprobe.gpu import load_cupy
-    from perfprobe.probe import GpuUnavailable
-
-    try:
-        load_cupy()
-    except GpuUnavailable as exc:
-        return f"no GPU ({exc.reason})"
-    return None
-
-
-def build() -> None:
-    nvcc = shutil.which("nvcc") or "/usr/local/cuda/bin/nvcc"
-    BINARY.parent.mkdir(parents=True, exist_ok=True)
-    subprocess.run([nvcc, "-O2", "-o", str(BINARY), str(SOURCE)], check=True)
 
 
 def run_reference(size: int) -> dict[str, float]:
@@ -109,11 +89,11 @@ def main() -> int:
         refs = json.loads((args.compare / "uvm_ref.json").read_text())
         raw = json.loads((args.compare / "uvm_record.json").read_text())["raw"]
         return report(list(refs.values()), raw[next(iter(raw))], refs["first"]["size_bytes"])
-    reason = skip_reason()
+    reason = cuda_reference.skip_reason()
     if reason:
         print(f"skipped: {reason}")
         return 0
-    build()
+    cuda_reference.build(SOURCE, BINARY)
     out = args.out or Path(tempfile.mkdtemp(prefix="bench_uvm_"))
     out.mkdir(parents=True, exist_ok=True)
     first = run_reference(args.size)
