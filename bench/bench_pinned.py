@@ -83,7 +83,7 @@ def main() -> int:
     (out / "pinned_ref.json").write_text(json.dumps({"first": first, "second": second}, indent=1))
     lines, ok = compare([first, second], raw)
     target = f"target: perfprobe within {TOLERANCE:.0%} of the reference at >= {JUDGED_FROM >> 20} MiB"
-    print("\n".join([f"pinned bandwidth, GB/s (reference: mean of 2 runs of bench/pinned_ref.cu)", *lines,
+    print("\n".join(["pinned bandwidth, GB/s (reference: mean of 2 runs of bench/pinned_ref.cu)", *lines,
                      target + (": met" if ok else ": MISSED")]))
     return 0 if ok else 1
 

@@ -6,11 +6,9 @@ comparison), not any figure: figures come from the GPU host's recordings."""
 from __future__ import annotations
 
 import ctypes
-import time
 from types import SimpleNamespace
 
 import numpy as np
-import pytest
 
 from perfprobe import gpu
 from perfprobe.config import RunConfig

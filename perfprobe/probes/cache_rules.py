@@ -81,7 +81,7 @@ def memory_cap_rule(plan: Mapping[str, Any], llc: int, levels: Sequence[Level]) 
     if not dram:
         return [Finding(Verdict.PASS, f"The curve stops at {top} ({limited}), short of 2x the "
                         f"last-level cache ({format_bytes(llc)}): DRAM was not measured.",
-                        f"Leave --max-size out (default 4x the LLC) to measure DRAM.")]
+                        "Leave --max-size out (default 4x the LLC) to measure DRAM.")]
     return []
 
 

@@ -8,7 +8,6 @@ judge tests can check that each rule fires only when it should. Run: python make
 
 from __future__ import annotations
 
-import copy
 import json
 import math
 from pathlib import Path
