@@ -1,7 +1,7 @@
 """CPU and memory binding to one NUMA node: the one place `--bind NODE` and the numa probe bind.
 
 The runner calls `validate_bind_node` before anything runs (bad node: UsageError, exit 2) and then
-`bind_to_node` before any probe measures, so numba's worker threads — started at the first parallel
+`bind_to_node` before any probe measures (a binding that does not verify: BindError, exit 3), so numba's worker threads — started at the first parallel
 kernel — inherit both the CPU set and the memory policy. Binding touches this process only
 (perfprobe advises, it doesn't tune) and is checked after it is set: a binding that did not take is
 an error, never a silent unbound run.
@@ -25,12 +25,12 @@ from perfprobe.config import UsageError
 from perfprobe.host.parse import format_cpulist
 
 
-class BindError(UsageError):
+class BindError(Exception):
     """The binding was set but did not verify (or could not be set): the run must not go on.
 
-    A UsageError on purpose: `--bind N` asked for something this host won't honour, so the CLI
-    says it in one line and exits 2 before anything is measured — never a traceback, and never an
-    exit code (1) that an ops script would read as a mere warning."""
+    Not a UsageError: the node was valid, the host failed to honour it. The runner measures
+    nothing and reports every probe as `error` with this message (exit 3), so an ops script reading
+    the exit code or the JSON sees a failed node check — never an unbound run passed off as bound."""
 
 
 def _nodes(host: Mapping[str, Any]) -> list[Mapping[str, Any]]:

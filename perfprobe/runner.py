@@ -12,6 +12,7 @@ import traceback
 from typing import Any, Mapping, Sequence
 
 from perfprobe import __version__
+from perfprobe.bind import BindError
 from perfprobe.config import RunConfig, UsageError
 from perfprobe.model import Finding, ProbeResult, Report, Verdict
 from perfprobe.probe import GpuUnavailable, Probe, ProbeContext, ProbeSkipped, ProgressFactory
@@ -19,6 +20,8 @@ from perfprobe.progress import null_progress
 from perfprobe.registry import load_probe
 
 EXIT_OK, EXIT_WARN, EXIT_USAGE, EXIT_ERROR = 0, 1, 2, 3
+BIND_ADVICE = ("nothing was measured: check the cpuset and memory policy this process inherits "
+               "(numactl --show) and that the kernel was built with NUMA support")
 
 
 def exit_code(report: Report) -> int:
@@ -37,7 +40,11 @@ def run(names: Sequence[str], config: RunConfig, progress: ProgressFactory = nul
     recording = _load_replay(config) if config.replay else None
     host = recording["host"] if recording else _read_host(config)
     probes = [load_probe(name) for name in names]
-    binding = _apply_binding(config, host)
+    try:
+        binding = _apply_binding(config, host)
+    except BindError as exc:  # the node was valid but the host did not honour the binding
+        failed = tuple(_skipped(p.name, None, str(exc), BIND_ADVICE, Verdict.ERROR) for p in probes)
+        return Report(__version__, host, failed, time.perf_counter() - started)
     devices = _devices_for(probes, config, recording)
     raws: dict[str, Any] = {}
     results: list[ProbeResult] = []

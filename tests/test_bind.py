@@ -119,14 +119,15 @@ def test_cli_bind_to_a_missing_node_exits_2_with_one_line():
                                                 f"valid nodes for --bind: {valid}"]
 
 
-def test_a_binding_that_does_not_take_is_one_line_and_exit_2():
+def test_a_binding_that_does_not_take_is_an_error_and_exit_3():
     node = _live_valid_nodes()[0]
     code = (
         "import sys\n"
         "from perfprobe import bind, cli\n"
         "bind.numa_sys.set_mempolicy = lambda mode, nodes: None  # the memory half silently ignored\n"
-        f"cli.main(['numa', '--bind', '{node}', '--quick'])\n")
+        f"cli.main(['numa', '--bind', '{node}', '--quick', '--json'])\n")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
-    assert done.returncode == 2 and done.stdout == ""
-    (line,) = done.stderr.strip().splitlines()
-    assert line.startswith(f"perfprobe: error: binding to NUMA node {node} did not take: memory policy is default")
+    assert done.returncode == 3
+    (result,) = json.loads(done.stdout)["results"]
+    assert result["verdict"] == "error"
+    assert result["summary"].startswith(f"binding to NUMA node {node} did not take: memory policy is default")
