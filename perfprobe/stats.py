@@ -20,12 +20,6 @@ def summarize(samples: Sequence[float]) -> dict[str, float]:
     }
 
 
-def relative_spread(samples: Sequence[float]) -> float:
-    """(max - min) / median: how far apart the repeats landed, as a fraction."""
-    summary = summarize(samples)
-    return (summary["max"] - summary["min"]) / summary["median"] if summary["median"] else 0.0
-
-
 def repeat(measure: Callable[[], float], repeats: int, warmup: int = 1) -> list[float]:
     """Call `measure` `warmup` times for nothing, then `repeats` times, returning those samples."""
     for _ in range(warmup):
