@@ -29,7 +29,7 @@ sys.path.insert(0, str(ROOT))
 from perfprobe.host import read_host_facts  # noqa: E402
 from perfprobe.probes import cache_measure as m  # noqa: E402
 from perfprobe.probes.cache_curve import Level  # noqa: E402
-from perfprobe.probes.cache_memory import page_buffer, thp_mode  # noqa: E402
+from perfprobe.probes.cache_memory import page_buffer  # noqa: E402
 from perfprobe.probes.cache_plan import (data_caches, level_working_sets, make_plan,  # noqa: E402
                                          sharers, usable_threads)
 from perfprobe.units import format_bytes  # noqa: E402
@@ -105,7 +105,7 @@ def main() -> int:
     host = read_host_facts()
     threads = min(usable_threads(host), numba.config.NUMBA_NUM_THREADS)
     numba.set_num_threads(threads)
-    huge = (host.get("thp") or {}).get("enabled", thp_mode()) in ("always", "madvise")
+    huge = (host.get("thp") or {}).get("enabled") in ("always", "madvise")
     started = time.perf_counter()
     sets, plan = targets(host, threads)
     timing = m.Timing(RUN_MS / 1000, REPEATS)

@@ -18,7 +18,7 @@ from perfprobe.probe import Probe, ProbeContext, ProbeSkipped
 from perfprobe.probes import cache_measure as m
 from perfprobe.probes.cache_background import BackgroundMeter
 from perfprobe.probes.cache_curve import curve_sizes, read_levels
-from perfprobe.probes.cache_memory import huge_fraction, page_buffer, thp_mode
+from perfprobe.probes.cache_memory import huge_fraction, page_buffer
 from perfprobe.probes.cache_plan import (PAIR_BLOCK, PAIR_OFFSETS, Plan, data_caches,
                                          level_working_sets, make_plan, reaches_dram, sharers,
                                          usable_threads)
@@ -36,7 +36,7 @@ def measure(ctx: ProbeContext) -> dict[str, Any]:
         raise ProbeSkipped(f"only {format_bytes(plan.cap_bytes)} may be used (a quarter of available "
                            "memory), too little to measure", "free some memory and run again")
     timing = m.Timing(plan.run_s, plan.repeats)
-    thp = (ctx.host.get("thp") or {}).get("enabled") or thp_mode()
+    thp = (ctx.host.get("thp") or {}).get("enabled")  # the runner read it once, with the host facts
     huge = thp in ("always", "madvise")
     raw: dict[str, Any] = {"plan": _plan_dict(plan), "thp": thp, "curve_pages": "2M" if huge else "4K"}
     clock, background = _PhaseClock(), BackgroundMeter()

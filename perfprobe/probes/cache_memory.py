@@ -18,15 +18,6 @@ import numpy as np
 HUGE_ALIGN = 2 << 20  # THP size on x86-64 and most arm64 kernels: align so whole huge pages fit
 
 
-def thp_mode(path: Path = Path("/sys/kernel/mm/transparent_hugepage/enabled")) -> str | None:
-    """The bracketed THP mode ("always", "madvise", "never"), or None when the kernel has no THP."""
-    try:
-        found = re.search(r"\[(\w+)\]", path.read_text())
-    except OSError:
-        return None
-    return found.group(1) if found else None
-
-
 @contextmanager
 def page_buffer(n_bytes: int, huge: bool, dtype: type = np.int64) -> Iterator[np.ndarray]:
     """A zero-filled numpy view of `n_bytes` (rounded up to whole pages) of fresh anonymous memory,
