@@ -12,6 +12,7 @@ from typing import Any, Mapping
 from perfprobe.model import Assessment, Curve, Finding, Metric, Verdict
 from perfprobe.pcie import LinkRate, link_rate_or_none
 from perfprobe.probes.pinned_tables import tables
+from perfprobe.units import format_bytes
 
 LINK_FRACTION_MIN = 0.70      # pinned large copies below this share of the link's rate: warn
 PAGEABLE_HELPS_BELOW = 0.5    # pageable under half of pinned: pinned buffers are worth the cost
@@ -90,7 +91,7 @@ def bandwidth_findings(raw: Mapping[str, Any], rate: LinkRate | None, index: int
     h2d, d2h = gbs(raw, "pinned", "h2d", index), gbs(raw, "pinned", "d2h", index)
     worst = min(h2d, d2h)
     share = worst / rate.gbs_per_direction
-    text = (f"pinned {_size(raw['sizes_bytes'][index])} copies: H2D {h2d:.1f} GB/s, D2H {d2h:.1f} GB/s "
+    text = (f"pinned {format_bytes(raw['sizes_bytes'][index])} copies: H2D {h2d:.1f} GB/s, D2H {d2h:.1f} GB/s "
             f"— {share:.0%} of the {rate.label} link's {rate.gbs_per_direction:.1f} GB/s per direction")
     if share < LINK_FRACTION_MIN:
         return [Finding(Verdict.WARN, text + f" (under {LINK_FRACTION_MIN:.0%})",
@@ -177,7 +178,7 @@ def judge(raw: Mapping[str, Any], host: Mapping[str, Any]) -> Assessment:
                 + pageable_findings(raw, index) + throttle_findings(raw) + _budget_findings(raw))
     h2d, d2h = gbs(raw, "pinned", "h2d", index), gbs(raw, "pinned", "d2h", index)
     share = f" ({min(h2d, d2h) / rate.gbs_per_direction:.0%} of {rate.label})" if rate else ""
-    summary = (f"pinned {_size(raw['sizes_bytes'][index])}: H2D {h2d:.1f}, D2H {d2h:.1f}, both "
+    summary = (f"pinned {format_bytes(raw['sizes_bytes'][index])}: H2D {h2d:.1f}, D2H {d2h:.1f}, both "
                f"{gbs(raw, 'pinned', 'bidir', index):.1f} GB/s{share}; pageable "
                f"{gbs(raw, 'pageable', 'h2d', index):.1f} / {gbs(raw, 'pageable', 'd2h', index):.1f} GB/s")
     return Assessment(summary=summary, metrics=metrics(raw, rate, index), findings=tuple(findings),
@@ -205,8 +206,8 @@ def _budget_findings(raw: Mapping[str, Any]) -> list[Finding]:
     budget = raw.get("budget") or {}
     if not budget.get("capped_by"):
         return []
-    return [Finding(Verdict.PASS, f"largest copy capped at {_size(budget['top_bytes'])} (asked "
-                                  f"{_size(budget['requested_bytes'])}) by {budget['capped_by']}")]
+    return [Finding(Verdict.PASS, f"largest copy capped at {format_bytes(budget['top_bytes'])} (asked "
+                                  f"{format_bytes(budget['requested_bytes'])}) by {budget['capped_by']}")]
 
 
 def _curve(raw: Mapping[str, Any], mode: str) -> Curve:
@@ -221,9 +222,3 @@ def _facts(raw: Mapping[str, Any], links: Mapping[str, Any], rate: LinkRate | No
             "link": {k: (f"Gen{v[0]} x{v[1]}" if v else None) for k, v in links.items()},
             "link_rate_gbs": rate.gbs_per_direction if rate else None,
             "numa": raw.get("numa"), "bind": raw.get("bind")}
-
-
-def _size(nbytes: int) -> str:
-    from perfprobe.units import format_bytes
-
-    return format_bytes(nbytes)

@@ -16,6 +16,7 @@ from typing import Any, Mapping
 
 from perfprobe.model import Assessment, Finding, Metric, Verdict
 from perfprobe.probes.streams_tables import tables
+from perfprobe.units import format_bytes
 
 EFFICIENCY_MIN = 0.8          # best configuration under this share of its ideal: warn
 HOST_HIDDEN_MIN = 0.5         # host work hidden behind GPU work under this share: warn
@@ -62,7 +63,7 @@ def overlap_findings(raw: Mapping[str, Any]) -> list[Finding]:
     text = (f"best: {best['chunks']} chunks on {best['streams']} streams, {best['ms']['median']:.1f} ms, "
             f"{speedup:.2f}x faster than serial, {eff:.0%} of the ideal {ideal_ms(raw['stage_ms'], best['chunks']):.1f} ms")
     advice = (f"pipeline transfers in about {best['chunks']} chunks over {best['streams']} streams "
-              f"({_size(raw['size_bytes'] // best['chunks'])} per chunk) on this GPU")
+              f"({format_bytes(raw['size_bytes'] // best['chunks'])} per chunk) on this GPU")
     if eff < EFFICIENCY_MIN:
         return [Finding(Verdict.WARN, text + f" (under {EFFICIENCY_MIN:.0%})",
                         advice + "; other work on the GPU or a busy host thread can also stall it")]
@@ -122,7 +123,7 @@ def judge(raw: Mapping[str, Any], host: Mapping[str, Any]) -> Assessment:
     speedup = raw["serial"]["ms"]["median"] / best["ms"]["median"]
     findings = (correctness_findings(raw) + overlap_findings(raw) + engine_findings(raw)
                 + breaker_findings(raw) + host_overlap_findings(raw) + _budget_findings(raw))
-    summary = (f"{_size(raw['size_bytes'])} H2D->kernel->D2H: best {best['chunks']} chunks x {best['streams']} "
+    summary = (f"{format_bytes(raw['size_bytes'])} H2D->kernel->D2H: best {best['chunks']} chunks x {best['streams']} "
                f"streams, {speedup:.2f}x over serial, efficiency {efficiency(raw, best):.0%}")
     return Assessment(summary=summary, metrics=metrics(raw), findings=tuple(findings),
                       tables=tables(raw, ideal_ms, efficiency), facts=_facts(raw),
@@ -154,8 +155,8 @@ def _budget_findings(raw: Mapping[str, Any]) -> list[Finding]:
     budget = raw.get("budget") or {}
     if not budget.get("capped_by"):
         return []
-    return [Finding(Verdict.PASS, f"buffer capped at {_size(budget['size_bytes'])} (asked "
-                                  f"{_size(budget['requested_bytes'])}) by {budget['capped_by']}")]
+    return [Finding(Verdict.PASS, f"buffer capped at {format_bytes(budget['size_bytes'])} (asked "
+                                  f"{format_bytes(budget['requested_bytes'])}) by {budget['capped_by']}")]
 
 
 def _facts(raw: Mapping[str, Any]) -> dict[str, Any]:
@@ -164,9 +165,3 @@ def _facts(raw: Mapping[str, Any]) -> dict[str, Any]:
             "async_engine_count": device.get("async_engine_count"),
             "concurrent_kernels": device.get("concurrent_kernels"),
             "kernel_iters": raw["iters"], "size_bytes": raw["size_bytes"]}
-
-
-def _size(nbytes: int) -> str:
-    from perfprobe.units import format_bytes
-
-    return format_bytes(nbytes)
