@@ -141,10 +141,11 @@ def _run(names: list[str], config: RunConfig) -> None:
     from perfprobe.render.json import report_to_json
 
     report = runner.run(names, config, _progress_factory(config))
+    text = report_to_json(report) if config.output is not None or config.json else ""
     if config.output is not None:
-        _write_output(config.output, report_to_json(report))
+        _write_output(config.output, text)
     if config.json:
-        sys.stdout.write(report_to_json(report) + "\n")
+        sys.stdout.write(text + "\n")
     else:
         from perfprobe.render.table import render_report
 
