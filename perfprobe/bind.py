@@ -50,6 +50,17 @@ def node_cpus(node: int, host: Mapping[str, Any]) -> list[int]:
     return []
 
 
+def usable_cpus(host: Mapping[str, Any]) -> list[int]:
+    """CPUs this process may run on now: the host's usable list, narrowed by our current affinity
+    (which --bind or taskset may have set)."""
+    listed = (host.get("cpus") or {}).get("usable") or []
+    try:
+        allowed = os.sched_getaffinity(0)
+    except (AttributeError, OSError):
+        return sorted(listed)
+    return sorted(set(listed) & allowed) if listed else sorted(allowed)
+
+
 def valid_bind_nodes(host: Mapping[str, Any]) -> list[int]:
     """Nodes with at least one CPU this process may use: the nodes `--bind` accepts."""
     return sorted(n["id"] for n in _nodes(host) if node_cpus(n["id"], host))

@@ -6,10 +6,10 @@ Kept apart from the timing code so the size and memory decisions are tested with
 from __future__ import annotations
 
 import math
-import os
 from dataclasses import dataclass
 from typing import Any, Mapping, Sequence
 
+from perfprobe.bind import usable_cpus
 from perfprobe.probes.cache_curve import Level
 
 DEFAULT_LINE = 64
@@ -52,12 +52,7 @@ def data_caches(host: Mapping[str, Any]) -> list[Mapping[str, Any]]:
 
 def usable_threads(host: Mapping[str, Any]) -> int:
     """How many CPUs this process may use now (host facts narrowed by the current affinity)."""
-    listed = set((host.get("cpus") or {}).get("usable") or [])
-    try:
-        allowed = os.sched_getaffinity(0)
-    except (AttributeError, OSError):
-        allowed = listed
-    return max(1, len(listed & allowed) if listed else len(allowed))
+    return max(1, len(usable_cpus(host)))
 
 
 def memory_cap(host: Mapping[str, Any]) -> int | None:

@@ -8,10 +8,10 @@ Thread placement and case planning here are pure functions of the host facts, te
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass
 from typing import Any, Callable, Mapping, Sequence
 
+from perfprobe.bind import usable_cpus
 from perfprobe.config import UsageError
 from perfprobe.probe import Probe, ProbeContext, ProbeSkipped
 from perfprobe.probes.falseshare_rules import judge
@@ -45,17 +45,6 @@ class Case:
     kind: str
     cpus: tuple[int, ...]
     spacing_bytes: int
-
-
-def usable_cpus(host: Mapping[str, Any]) -> list[int]:
-    """CPUs this process may run on now: the host's usable list, narrowed by our current affinity
-    (which --bind or taskset may have set)."""
-    listed = (host.get("cpus") or {}).get("usable") or []
-    try:
-        allowed = os.sched_getaffinity(0)
-    except (AttributeError, OSError):
-        return sorted(listed)
-    return sorted(set(listed) & allowed) if listed else sorted(allowed)
 
 
 def placement_order(usable: Sequence[int], cores: Sequence[Sequence[int]]) -> list[int]:
