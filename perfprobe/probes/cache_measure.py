@@ -31,12 +31,9 @@ class Timing:
 
 
 def _check_fits(buf: np.ndarray, n_bytes: int) -> None:
-    """Kernels do not check bounds: refuse to link past the end of the buffer (or more lines than
-    the cycle builder's 32-bit random draw can pick from)."""
+    """Kernels do not check bounds: refuse to link past the end of the buffer."""
     if n_bytes > buf.nbytes or n_bytes < WORD:
         raise ValueError(f"working set of {n_bytes} bytes does not fit a {buf.nbytes}-byte buffer")
-    if n_bytes // 32 >= 1 << 32:  # lines of 32 B or more: under 2**32 of them
-        raise ValueError(f"working set of {n_bytes} bytes has too many lines to link at random")
 
 
 def time_chase(k: ModuleType, buf: np.ndarray, timing: Timing, warm_steps: int) -> dict[str, Any]:
@@ -66,6 +63,8 @@ def random_chase_ns(k: ModuleType, buf: np.ndarray, size: int, line: int, timing
     """Latency of a random cyclic chase over the first `size` bytes of `buf`, one pointer a line."""
     _check_fits(buf, size)
     n_lines = size // line
+    if n_lines >= k.MAX_LINES:  # the cycle builder's random draw picks among fewer lines than this
+        raise ValueError(f"working set of {size} bytes has too many lines ({n_lines}) to link at random")
     k.build_random_cycle(buf, n_lines, line // WORD, seed)
     return time_chase(k, buf, timing, warm_steps=min(n_lines, 1 << 20))
 
