@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import statistics
-from typing import Callable, Sequence
+from typing import Sequence
 
 
 def summarize(samples: Sequence[float]) -> dict[str, float]:
@@ -18,13 +18,6 @@ def summarize(samples: Sequence[float]) -> dict[str, float]:
         "iqr": _quantile(ordered, 0.75) - _quantile(ordered, 0.25),
         "repeats": len(ordered),
     }
-
-
-def repeat(measure: Callable[[], float], repeats: int, warmup: int = 1) -> list[float]:
-    """Call `measure` `warmup` times for nothing, then `repeats` times, returning those samples."""
-    for _ in range(warmup):
-        measure()
-    return [measure() for _ in range(repeats)]
 
 
 def _quantile(ordered: Sequence[float], q: float) -> float:

@@ -2,7 +2,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from perfprobe.stats import repeat, summarize
+from perfprobe.stats import summarize
 
 
 def test_summarize_reports_median_and_spread():
@@ -23,8 +23,3 @@ def test_median_lies_between_min_and_max(samples):
     summary = summarize(samples)
     assert summary["min"] <= summary["median"] <= summary["max"]
     assert summary["iqr"] >= 0
-
-
-def test_repeat_discards_warmup():
-    calls = iter(range(10))
-    assert repeat(lambda: float(next(calls)), repeats=3, warmup=2) == [2.0, 3.0, 4.0]
