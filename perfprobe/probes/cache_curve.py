@@ -57,7 +57,7 @@ def _median(values: Sequence[float]) -> float:
     return ordered[mid] if len(ordered) % 2 else (ordered[mid - 1] + ordered[mid]) / 2
 
 
-def _runs(sizes: Sequence[int], ns: Sequence[float]) -> list[list[int]]:
+def _runs(ns: Sequence[float]) -> list[list[int]]:
     """Indices grouped into runs: a point joins the run while within STEP_TOLERANCE of its first."""
     runs: list[list[int]] = [[0]]
     for i in range(1, len(ns)):
@@ -99,7 +99,7 @@ def find_plateaus(sizes: Sequence[int], ns: Sequence[float], min_points: int,
     down to `most` plateaus when given (the host's levels: noise must not invent one)."""
     if not ns:
         return []
-    runs = _merge_close(_runs(sizes, ns), ns)
+    runs = _merge_close(_runs(ns), ns)
     kept = [r for r in runs if len(r) >= min_points] or [max(runs, key=len)]
     kept = _merge_close(kept, ns)
     if most is not None:

@@ -45,7 +45,7 @@ def judge(raw: Mapping[str, Any], host: Mapping[str, Any]) -> Assessment:
         summary=summary(levels), metrics=metrics(levels, raw, line),
         findings=tuple(findings),
         tables=(level_table(levels, reported, raw.get("bandwidth", {})),
-                pattern_table(raw, line)),
+                pattern_table(raw)),
         curves=(curve_view(raw["curve"], reported),),
         facts=facts_view(raw, levels, line), key_figure=key_figure(levels))
 

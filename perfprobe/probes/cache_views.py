@@ -31,7 +31,7 @@ def level_table(levels: Sequence[Level], reported: Sequence[Mapping[str, Any]],
                  tuple(rows))
 
 
-def pattern_table(raw: Mapping[str, Any], line: Mapping[str, Any]) -> Table:
+def pattern_table(raw: Mapping[str, Any]) -> Table:
     """Access pattern, pages and line: ns per line visit over the largest working set."""
     rows: list[tuple[Any, ...]] = []
     pattern, pages = raw.get("pattern"), raw.get("pages") or {}
