@@ -115,7 +115,7 @@ def runtime(monkeypatch) -> FakeRuntime:
 
 def context(quick: bool, max_size: int) -> ProbeContext:
     host = {"memory": {"available_bytes": 8 << 30}, "gpus": []}
-    return ProbeContext(RunConfig(quick=quick, options={"max_size": max_size}), host, null_progress, 0)
+    return ProbeContext(RunConfig(quick=quick, options={"size": max_size}), host, null_progress, 0)
 
 
 @pytest.mark.parametrize("quick", [False, True])

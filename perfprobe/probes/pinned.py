@@ -1,6 +1,6 @@
 """`perfprobe pinned`: host-GPU copies from pageable and pinned memory, measured against the link.
 
-measure() sweeps copy sizes (64 KiB up to --max-size) in both directions from a plain numpy buffer
+measure() sweeps copy sizes (64 KiB up to --size) in both directions from a plain numpy buffer
 and from a cudaHostAlloc buffer, both directions at once from pinned memory, the host time of each
 enqueue call, the cost of page-locking, the PCIe link (idle and under load) and where the buffers'
 pages live. judge() is perfprobe.probes.pinned_rules.judge (pure, tested on recorded numbers).
@@ -56,9 +56,9 @@ def repeats_for(size: int, quick: bool) -> tuple[int, int]:
 
 
 def _requested(ctx: ProbeContext) -> int:
-    value = ctx.config.option("max_size", ctx.config.option("size", DEFAULT_MAX))
+    value = ctx.config.option("size", DEFAULT_MAX)
     if not isinstance(value, int) or value < MIN_SIZE:
-        raise UsageError(f"--max-size {value!r}: must be at least 64K")
+        raise UsageError(f"--size {value!r}: must be at least 64K")
     return value
 
 
