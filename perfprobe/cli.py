@@ -117,11 +117,13 @@ def numa(json_out: JsonOpt = False, output: OutputOpt = None, quick: QuickOpt = 
                              record=record, replay=replay))
 
 
-def _gpu_command(name: str, doc: str) -> None:
+def _gpu_command(name: str, doc: str, min_size: int) -> None:
+    """Register one GPU probe command; `min_size` is the smallest --size its measurement can use."""
+
     def command(json_out: JsonOpt = False, output: OutputOpt = None, quick: QuickOpt = False,
                 bind: BindOpt = None, device: DeviceOpt = None, require_gpu: RequireGpuOpt = False,
                 size: SizeOpt = None, record: RecordOpt = None, replay: ReplayOpt = None) -> None:
-        options = {"size": parse_size(size, "--size", minimum=1 << 20)}
+        options = {"size": parse_size(size, "--size", minimum=min_size)}
         _run([name], RunConfig(json=json_out, output=output, quick=quick, bind=bind,
                                device=parse_device(device), require_gpu=require_gpu,
                                options=options, record=record, replay=replay))
@@ -130,9 +132,9 @@ def _gpu_command(name: str, doc: str) -> None:
     app.command(name)(command)
 
 
-_gpu_command("pinned", "Host-GPU copies: pageable against pinned, link rate, blocking, pinning cost.")
-_gpu_command("streams", "Copy/compute overlap across CUDA streams: chunks x streams against the ideal.")
-_gpu_command("uvm", "Unified memory: on-demand migration, prefetch, advice, zero-copy.")
+_gpu_command("pinned", "Host-GPU copies: pageable against pinned, link rate, blocking, pinning cost.", 64 << 10)
+_gpu_command("streams", "Copy/compute overlap across CUDA streams: chunks x streams against the ideal.", 4 << 20)
+_gpu_command("uvm", "Unified memory: on-demand migration, prefetch, advice, zero-copy.", 1 << 20)
 
 
 def _run(names: list[str], config: RunConfig) -> None:

@@ -61,6 +61,8 @@ def test_require_gpu_turns_missing_gpu_into_exit_3(fakes, capsys):
     (["falseshare", "--max-spacing", "300"], "power of two"),
     (["falseshare", "--max-spacing", "128"], "between 256 B"),
     (["pinned", "--device", "gpu0"], "--device"),
+    (["streams", "--size", "2M"], "between 4 MiB"),
+    (["pinned", "--size", "32K"], "between 64 KiB"),
     (["numa", "--bind", "-1"], "--bind"),
     (["nosuchcommand"], "nosuchcommand"),
     (["host", "--fsroot", "/nonexistent"], "/nonexistent"),

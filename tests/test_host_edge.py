@@ -15,7 +15,8 @@ from hypothesis import strategies as st
 
 from perfprobe.host import read_host_facts
 from perfprobe.host.gpus import nvml_gpus
-from perfprobe.host.pci import pcie_gen, sysfs_address
+from perfprobe.host.pci import link_facts, sysfs_address
+from perfprobe.pcie import gen_from_speed as pcie_gen
 from perfprobe.host.sysroot import SysRoot
 
 
@@ -232,3 +233,14 @@ class _LiveAt(SysRoot):
     def __init__(self, root: Path) -> None:
         super().__init__(root)
         self.live = True
+
+
+@pytest.mark.parametrize("speed, width", [(". GT/s", "²"), ("1.2.3 GT/s", "x"), ("Unknown", "0"), ("", "")])
+def test_damaged_link_files_give_unknown_not_a_crash(tmp_path, speed, width) -> None:
+    device = tmp_path / "sys" / "bus" / "pci" / "devices" / "0000:3b:00.0"
+    device.mkdir(parents=True)
+    for name, text in (("current_link_speed", speed), ("max_link_speed", speed),
+                       ("current_link_width", width), ("max_link_width", width)):
+        (device / name).write_text(text + "\n")
+    assert link_facts(SysRoot(tmp_path), "0000:3b:00.0") == {
+        "gen_current": None, "gen_max": None, "width_current": None, "width_max": None}

@@ -110,6 +110,10 @@ def test_numa_balancing_on_while_bound_warns_and_not_when_unbound():
     host = copy.deepcopy(host)
     host["numa"]["balancing"] = 1
     assert any("numa_balancing is on" in w for w in warnings(raw, host))
+    host["numa"]["balancing"] = 3  # automatic balancing plus memory tiering: still bit 0
+    assert any("numa_balancing is on" in w for w in warnings(raw, host))
+    host["numa"]["balancing"] = 2  # memory tiering alone: no scanner on placed pages
+    assert not any("numa_balancing is on" in w for w in warnings(raw, host))
     healthy_raw, healthy_host = load("two_socket_healthy")
     healthy_host = dict(healthy_host, numa=dict(healthy_host["numa"], balancing=1))
     assert not warnings(healthy_raw, healthy_host)

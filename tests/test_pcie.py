@@ -29,7 +29,7 @@ def test_link_rate_names_its_encoding() -> None:
     assert link_rate(5, 16).label == "Gen5 x16"
 
 
-@pytest.mark.parametrize(("gen", "width"), [(0, 16), (7, 16), (5, 3), (5, 0)])
+@pytest.mark.parametrize(("gen", "width"), [(0, 16), (8, 16), (5, 3), (5, 0)])
 def test_link_rate_rejects_unknown_links(gen: int, width: int) -> None:
     with pytest.raises(ValueError):
         link_rate(gen, width)

@@ -5,14 +5,13 @@ Which node a NIC or GPU hangs off decides where the threads feeding it should ru
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
 from perfprobe.host.parse import parse_cpulist, parse_cpumask
 from perfprobe.host.sysroot import SysRoot
+from perfprobe.pcie import gen_from_speed, width_from_text
 
 PCI_DIR = "sys/bus/pci/devices"
-_GEN_BY_SPEED = {2.5: 1, 5.0: 2, 8.0: 3, 16.0: 4, 32.0: 5, 64.0: 6, 128.0: 7}
 
 
 def read_pci_devices(sr: SysRoot) -> list[dict[str, Any]]:
@@ -30,21 +29,10 @@ def device_facts(sr: SysRoot, address: str) -> dict[str, Any]:
 def link_facts(sr: SysRoot, address: str) -> dict[str, int | None]:
     """PCIe generation and width, current and max, from the device's link files (None if absent)."""
     rel = f"{PCI_DIR}/{address}"
-    return {"gen_current": pcie_gen(sr.read_text(f"{rel}/current_link_speed")),
-            "gen_max": pcie_gen(sr.read_text(f"{rel}/max_link_speed")),
-            "width_current": _width(sr.read_text(f"{rel}/current_link_width")),
-            "width_max": _width(sr.read_text(f"{rel}/max_link_width"))}
-
-
-def pcie_gen(speed: str | None) -> int | None:
-    """"32.0 GT/s PCIe" -> 5, "8 GT/s" -> 3; unknown speeds -> None."""
-    match = re.match(r"\s*([\d.]+)\s*GT/s", speed or "")
-    return _GEN_BY_SPEED.get(float(match.group(1))) if match else None
-
-
-def _width(text: str | None) -> int | None:
-    text = (text or "").strip().lstrip("x")
-    return int(text) if text.isdigit() and int(text) > 0 else None
+    return {"gen_current": gen_from_speed(sr.read_text(f"{rel}/current_link_speed")),
+            "gen_max": gen_from_speed(sr.read_text(f"{rel}/max_link_speed")),
+            "width_current": width_from_text(sr.read_text(f"{rel}/current_link_width")),
+            "width_max": width_from_text(sr.read_text(f"{rel}/max_link_width"))}
 
 
 def local_node(sr: SysRoot, address: str, nodes: list[dict[str, Any]]) -> int | None:

@@ -255,7 +255,9 @@ def _bound(raw: Mapping[str, Any], host: Mapping[str, Any]) -> bool:
 def rule_balancing_while_bound(raw: Mapping[str, Any], host: Mapping[str, Any]) -> list[Finding]:
     """Automatic NUMA balancing on while this workload is bound to a node."""
     numa = host.get("numa") or {}
-    if numa.get("balancing") != 1 or len(numa.get("nodes") or []) < 2 or not _bound(raw, host):
+    balancing = numa.get("balancing")
+    automatic = isinstance(balancing, int) and balancing & 1  # bit 0; 2 alone is memory tiering
+    if not automatic or len(numa.get("nodes") or []) < 2 or not _bound(raw, host):
         return []
     return [Finding(Verdict.WARN, "kernel.numa_balancing is on while this workload is bound to a node: "
                     "its scanner adds page faults to a workload that is already placed",
