@@ -18,7 +18,6 @@ Host = Mapping[str, Any]
 Rule = Callable[[Host], list[Finding]]
 
 MEMLOCK_MIN_BYTES = 64 << 20
-NODE_MEMORY_IMBALANCE = 2.0
 
 
 def _get(host: Host, *keys: str) -> Any:
@@ -154,19 +153,13 @@ def numa_consistency(host: Host) -> list[Finding]:
 
 
 def node_memory(host: Host) -> list[Finding]:
-    """CPU nodes with very unequal memory spill threads of the small node onto remote memory."""
+    """A CPU node without memory makes every access of its threads remote.
+
+    Unequal (but present) node memory is judged once, by the numa probe, against its own threshold.
+    """
     nodes = [n for n in _get(host, "numa", "nodes") or [] if n.get("cpus")]
-    sizes = {n["id"]: n.get("memory_total_bytes") for n in nodes}
-    findings = [Finding(Verdict.WARN, f"NUMA node {node} has CPUs but no memory: all its accesses are remote",
-                        "Populate DIMMs on every socket") for node, size in sizes.items() if size == 0]
-    known = {node: size for node, size in sizes.items() if size}
-    if len(known) > 1 and max(known.values()) > NODE_MEMORY_IMBALANCE * min(known.values()):
-        small = min(known, key=lambda node: known[node])
-        big = max(known, key=lambda node: known[node])
-        findings.append(Finding(Verdict.WARN, f"NUMA node memory is unbalanced: node {small} has "
-                                f"{format_bytes(known[small])}, node {big} {format_bytes(known[big])}",
-                                "Populate memory channels evenly across sockets"))
-    return findings
+    return [Finding(Verdict.WARN, f"NUMA node {n['id']} has CPUs but no memory: all its accesses are remote",
+                    "Populate DIMMs on every socket") for n in nodes if n.get("memory_total_bytes") == 0]
 
 
 def memory_only_nodes(host: Host) -> list[Finding]:
