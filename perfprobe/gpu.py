@@ -8,7 +8,7 @@ draws the line.
 from __future__ import annotations
 
 from types import ModuleType
-from typing import Any, Mapping
+from typing import Any
 
 from perfprobe.probe import GpuUnavailable
 
@@ -40,17 +40,6 @@ def device_memory_budget(cupy: ModuleType, fraction: float = 0.5) -> int:
     """Bytes a probe may take on the current device: a fraction of what is free now."""
     free, _total = cupy.cuda.runtime.memGetInfo()
     return int(free * fraction)
-
-
-def host_memory_budget(host: Mapping[str, Any], fraction: float = 0.25) -> int:
-    """Bytes of host memory a probe may take: a quarter of what is available (read now, live)."""
-    try:
-        import psutil
-
-        available = int(psutil.virtual_memory().available)
-    except Exception:
-        available = int((host.get("memory") or {}).get("available_bytes") or 0)
-    return int(available * fraction)
 
 
 def device_properties(cupy: ModuleType, device: int) -> dict[str, Any]:

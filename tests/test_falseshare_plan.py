@@ -108,10 +108,10 @@ def test_usable_cpus_fall_back_to_affinity_without_host_facts(monkeypatch):
 
 
 def test_too_wide_a_spacing_for_memory_is_a_usage_error(monkeypatch):
-    import perfprobe.gpu
+    import perfprobe.budget
 
     monkeypatch.setattr(os, "sched_getaffinity", lambda pid: {0, 1})
-    monkeypatch.setattr(perfprobe.gpu, "host_memory_budget", lambda host: 1 << 20)
+    monkeypatch.setattr(perfprobe.budget, "host_memory_budget", lambda host: 1 << 20)
     with pytest.raises(UsageError, match="--max-spacing"):
         falseshare.measure(_ctx([0, 1], max_spacing=1 << 20))
 

@@ -138,7 +138,7 @@ def measure(ctx: ProbeContext) -> dict[str, Any]:
 
 def _check_memory(host: Mapping[str, Any], threads: int, widest: int) -> None:
     """The counter buffer (threads x widest spacing) must fit a quarter of the available memory."""
-    from perfprobe.gpu import host_memory_budget
+    from perfprobe.budget import host_memory_budget
 
     need, budget = threads * widest + 2 * 4096, host_memory_budget(host)
     if need > budget:

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import Any, Mapping
 
 from perfprobe import bind, numa_sys
-from perfprobe.gpu import host_memory_budget
+from perfprobe.budget import host_memory_budget
 from perfprobe.model import Assessment, Metric
 from perfprobe.probe import Probe, ProbeContext, ProbeSkipped
 from perfprobe.probes import numa_rules, numa_tables

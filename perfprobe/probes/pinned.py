@@ -64,13 +64,14 @@ def _requested(ctx: ProbeContext) -> int:
 
 def measure(ctx: ProbeContext) -> dict[str, Any]:
     from perfprobe import gpu
+    from perfprobe.budget import host_memory_budget
 
     cupy = gpu.load_cupy()
     device = ctx.device or 0
     with cupy.cuda.Device(device):
         requested = _requested(ctx)
         top, capped = plan_top(requested, ctx.quick, gpu.device_memory_budget(cupy),
-                               gpu.host_memory_budget(ctx.host))
+                               host_memory_budget(ctx.host))
         if top < MIN_SIZE:
             raise ProbeSkipped("too little free memory for a 64 KiB copy",
                                "free device or host memory and run again")

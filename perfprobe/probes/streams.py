@@ -47,12 +47,13 @@ def _requested(ctx: ProbeContext) -> int:
 
 def measure(ctx: ProbeContext) -> dict[str, Any]:
     from perfprobe import gpu
+    from perfprobe.budget import host_memory_budget
 
     cupy = gpu.load_cupy()
     device = ctx.device or 0
     with cupy.cuda.Device(device):
         requested = _requested(ctx)
-        size, capped = plan_size(requested, gpu.device_memory_budget(cupy), gpu.host_memory_budget(ctx.host))
+        size, capped = plan_size(requested, gpu.device_memory_budget(cupy), host_memory_budget(ctx.host))
         if size < MIN_SIZE:
             raise ProbeSkipped("too little free memory for a 4 MiB pipeline", "free device or host memory")
         raw = _measure_device(cupy, device, size, ctx)

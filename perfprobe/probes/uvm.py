@@ -71,7 +71,8 @@ def measure(ctx: ProbeContext) -> dict[str, Any]:
 
 
 def _measure_on(cupy: Any, device: int, ctx: ProbeContext) -> dict[str, Any]:
-    from perfprobe.gpu import device_properties, host_memory_budget
+    from perfprobe.budget import host_memory_budget
+    from perfprobe.gpu import device_properties
     from perfprobe.kernels import uvm_memory, uvm_paths
     from perfprobe.kernels.uvm_kernels import GpuKernels, host_threads, usable_threads
 
