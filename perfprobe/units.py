@@ -45,7 +45,7 @@ def parse_device(text: str | None) -> int | str | None:
 
 def format_bytes(value: float) -> str:
     """1024 -> '1 KiB', 1536 -> '1.5 KiB': for messages and tables."""
-    for size, suffix in ((1 << 40, "TiB"), (1 << 30, "GiB"), (1 << 20, "MiB"), (1 << 10, "KiB")):
+    for size, suffix in ((1 << 50, "PiB"), (1 << 40, "TiB"), (1 << 30, "GiB"), (1 << 20, "MiB"), (1 << 10, "KiB")):
         if abs(value) >= size:
             return f"{value / size:.3g} {suffix}"
     return f"{value:.0f} B"
