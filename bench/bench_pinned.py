@@ -12,17 +12,13 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import subprocess
 import sys
-import tempfile
 from pathlib import Path
 
 import cuda_reference
 
-ROOT = Path(__file__).resolve().parent.parent
-SOURCE = ROOT / "bench" / "pinned_ref.cu"
-BINARY = ROOT / "bench" / "build" / "pinned_ref"
+BINARY = cuda_reference.binary_path("pinned")
 JUDGED_FROM = 256 << 20
 TOLERANCE = 0.05
 
@@ -31,17 +27,6 @@ def run_reference(max_size: int) -> dict[int, dict[str, float]]:
     out = subprocess.run([str(BINARY), str(max_size)], check=True, capture_output=True, text=True).stdout
     rows = [json.loads(line) for line in out.splitlines() if line.startswith("{")]
     return {r["size_bytes"]: r for r in rows}
-
-
-def run_perfprobe(max_size: int, record: Path) -> dict:
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])))
-    cmd = [sys.executable, "-m", "perfprobe", "pinned", "--size", str(max_size), "--record", str(record), "--json"]
-    done = subprocess.run(cmd, env=env, capture_output=True, text=True, cwd=ROOT)
-    if done.returncode not in (0, 1):
-        raise SystemExit(f"perfprobe pinned failed (exit {done.returncode}): {done.stderr.strip()[-2000:]}")
-    raws = json.loads(record.read_text())["raw"]
-    key = next(k for k in raws if k.startswith("pinned"))
-    return raws[key]
 
 
 def compare(ref_runs: list[dict[int, dict[str, float]]], raw: dict) -> tuple[list[str], bool]:
@@ -72,16 +57,10 @@ def main() -> int:
     args = parser.parse_args()
     reason = cuda_reference.skip_reason()
     if reason:
-        print(f"skipped: no GPU/nvcc ({reason})")
+        print(f"skipped: {reason}")
         return 0
-    cuda_reference.build(SOURCE, BINARY)
-    out = args.out or Path(tempfile.mkdtemp(prefix="bench_pinned_"))
-    out.mkdir(parents=True, exist_ok=True)
-    first = run_reference(args.max_size)
-    raw = run_perfprobe(args.max_size, out / "pinned_record.json")
-    second = run_reference(args.max_size)
-    (out / "pinned_ref.json").write_text(json.dumps({"first": first, "second": second}, indent=1))
-    lines, ok = compare([first, second], raw)
+    refs, raw = cuda_reference.side_by_side("pinned", args.max_size, args.out, run_reference)
+    lines, ok = compare(refs, raw)
     target = f"target: perfprobe within {TOLERANCE:.0%} of the reference at >= {JUDGED_FROM >> 20} MiB"
     print("\n".join(["pinned bandwidth, GB/s (reference: mean of 2 runs of bench/pinned_ref.cu)", *lines,
                      target + (": met" if ok else ": MISSED")]))

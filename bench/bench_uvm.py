@@ -17,17 +17,13 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import subprocess
 import sys
-import tempfile
 from pathlib import Path
 
 import cuda_reference
 
-ROOT = Path(__file__).resolve().parent.parent
-SOURCE = ROOT / "bench" / "uvm_ref.cu"
-BINARY = ROOT / "bench" / "build" / "uvm_ref"
+BINARY = cuda_reference.binary_path("uvm")
 # (reference key, perfprobe path, timed part, tolerance)
 PAIRS = (
     ("managed_prefetch_s", "managed_prefetch", "time_s", 0.05),
@@ -41,16 +37,6 @@ PAIRS = (
 def run_reference(size: int) -> dict[str, float]:
     out = subprocess.run([str(BINARY), str(size)], check=True, capture_output=True, text=True).stdout
     return json.loads(next(line for line in out.splitlines() if line.startswith("{")))
-
-
-def run_perfprobe(size: int, record: Path) -> dict:
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])))
-    cmd = [sys.executable, "-m", "perfprobe", "uvm", "--size", str(size), "--record", str(record), "--json"]
-    done = subprocess.run(cmd, env=env, capture_output=True, text=True, cwd=ROOT)
-    if done.returncode not in (0, 1):
-        raise SystemExit(f"perfprobe uvm failed (exit {done.returncode}): {done.stderr.strip()[-2000:]}")
-    raws = json.loads(record.read_text())["raw"]
-    return raws[next(k for k in raws if k.startswith("uvm"))]
 
 
 def compare(refs: list[dict[str, float]], raw: dict) -> tuple[list[str], bool]:
@@ -93,14 +79,8 @@ def main() -> int:
     if reason:
         print(f"skipped: {reason}")
         return 0
-    cuda_reference.build(SOURCE, BINARY)
-    out = args.out or Path(tempfile.mkdtemp(prefix="bench_uvm_"))
-    out.mkdir(parents=True, exist_ok=True)
-    first = run_reference(args.size)
-    raw = run_perfprobe(args.size, out / "uvm_record.json")
-    second = run_reference(args.size)
-    (out / "uvm_ref.json").write_text(json.dumps({"first": first, "second": second}, indent=1))
-    return report([first, second], raw, args.size)
+    refs, raw = cuda_reference.side_by_side("uvm", args.size, args.out, run_reference)
+    return report(refs, raw, args.size)
 
 
 if __name__ == "__main__":

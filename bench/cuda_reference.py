@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import json
+import os
 import shutil
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
+from typing import Any, Callable
 
 ROOT = Path(__file__).resolve().parent.parent
 FALLBACK_NVCC = Path("/usr/local/cuda/bin/nvcc")
@@ -35,3 +39,32 @@ def build(source: Path, binary: Path) -> None:
     """Compile one CUDA C reference with nvcc -O2 into bench/build/."""
     binary.parent.mkdir(parents=True, exist_ok=True)
     subprocess.run([nvcc_path() or "nvcc", "-O2", "-o", str(binary), str(source)], check=True)
+
+
+def run_perfprobe(probe: str, size: int, record: Path) -> dict:
+    """Run `perfprobe PROBE --size SIZE --record RECORD` from this checkout; its raw numbers."""
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])))
+    cmd = [sys.executable, "-m", "perfprobe", probe, "--size", str(size), "--record", str(record), "--json"]
+    done = subprocess.run(cmd, env=env, capture_output=True, text=True, cwd=ROOT)
+    if done.returncode not in (0, 1):
+        raise SystemExit(f"perfprobe {probe} failed (exit {done.returncode}): {done.stderr.strip()[-2000:]}")
+    raws = json.loads(record.read_text())["raw"]
+    return raws[next(k for k in raws if k.startswith(probe))]
+
+
+def side_by_side(probe: str, size: int, out: Path | None,
+                 run_reference: Callable[[int], Any]) -> tuple[list[Any], dict]:
+    """Build bench/PROBE_ref.cu, then run reference, perfprobe, reference (both see the same GPU
+    state); saves both reference runs and perfprobe's recording in `out` (a temp folder if None)."""
+    build(ROOT / "bench" / f"{probe}_ref.cu", binary_path(probe))
+    out = out or Path(tempfile.mkdtemp(prefix=f"bench_{probe}_"))
+    out.mkdir(parents=True, exist_ok=True)
+    first = run_reference(size)
+    raw = run_perfprobe(probe, size, out / f"{probe}_record.json")
+    second = run_reference(size)
+    (out / f"{probe}_ref.json").write_text(json.dumps({"first": first, "second": second}, indent=1))
+    return [first, second], raw
+
+
+def binary_path(probe: str) -> Path:
+    return ROOT / "bench" / "build" / f"{probe}_ref"
