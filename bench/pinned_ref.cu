@@ -9,15 +9,7 @@
 #include <cstring>
 #include <vector>
 
-#define CHECK(call)                                                                    \
-    do {                                                                               \
-        cudaError_t err_ = (call);                                                     \
-        if (err_ != cudaSuccess) {                                                     \
-            fprintf(stderr, "%s:%d %s: %s\n", __FILE__, __LINE__, #call,               \
-                    cudaGetErrorString(err_));                                         \
-            exit(1);                                                                   \
-        }                                                                              \
-    } while (0)
+#include "cuda_check.h"
 
 static const size_t kMin = 64 << 10, kLarge = 64 << 20;
 

@@ -10,15 +10,7 @@
 #include <cstdlib>
 #include <vector>
 
-#define CHECK(call)                                                                    \
-    do {                                                                               \
-        cudaError_t err_ = (call);                                                     \
-        if (err_ != cudaSuccess) {                                                     \
-            fprintf(stderr, "%s:%d %s: %s\n", __FILE__, __LINE__, #call,               \
-                    cudaGetErrorString(err_));                                         \
-            exit(1);                                                                   \
-        }                                                                              \
-    } while (0)
+#include "cuda_check.h"
 
 static const unsigned long long kMask = (1ULL << 18) - 1;  // pattern period: 2^18 uint32
 
