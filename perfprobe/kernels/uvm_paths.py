@@ -74,9 +74,11 @@ def run_steps(step: Step, repeats: int) -> dict[str, dict[str, float]]:
     return {part: summarize([s[part] for s in samples]) for part in samples[0]}
 
 
-def _gpu_read(b: Bench, ptr: int, view: np.ndarray, what: str,
-              before: Callable[[], None] | None = None) -> Step:
-    """Host writes `view`, then (optionally `before`, e.g. a prefetch) the kernel reads `ptr`."""
+def _read_step(b: Bench, view: np.ndarray, read_ptr: int, what: str,
+               before: Callable[[], None] | None = None, before_part: str = "prefetch_s",
+               passes: int = 1) -> Step:
+    """Host writes `view`; then, optionally, `before` (a prefetch or a copy to the device, timed as
+    `before_part`); then `passes` kernel reads of `read_ptr`, whose sum is checked."""
     def step(salt: int) -> dict[str, float]:
         host_fill(view, salt, b.period)
         b.kernels.reset()
@@ -84,14 +86,21 @@ def _gpu_read(b: Bench, ptr: int, view: np.ndarray, what: str,
         if before is not None:
             before()
         middle = b.event()
-        b.kernels.read_sum(ptr, b.size)
+        for _ in range(passes):
+            b.kernels.read_sum(read_ptr, b.size)
         end = b.finish()
-        b.check(b.kernels.result(), salt, what)
+        b.check(b.kernels.result(), salt, what, passes)
         times = {"time_s": b.seconds(start, end)}
         if before is not None:
-            times.update(prefetch_s=b.seconds(start, middle), kernel_s=b.seconds(middle, end))
+            times.update({before_part: b.seconds(start, middle), "kernel_s": b.seconds(middle, end)})
         return times
     return step
+
+
+def _gpu_read(b: Bench, ptr: int, view: np.ndarray, what: str,
+              before: Callable[[], None] | None = None) -> Step:
+    """Host writes `view`, then (optionally `before`, e.g. a prefetch) the kernel reads `ptr`."""
+    return _read_step(b, view, ptr, what, before)
 
 
 def managed_on_demand(b: Bench) -> dict:
@@ -146,22 +155,7 @@ def pinned_paths(b: Bench) -> dict[str, dict]:
 def _copy_read(b: Bench, view: np.ndarray, read_ptr: int, copy: Callable[[], None] | None,
                passes: int) -> Step:
     """Host writes pinned memory; optionally one copy to the device; then `passes` kernel reads."""
-    def step(salt: int) -> dict[str, float]:
-        host_fill(view, salt, b.period)
-        b.kernels.reset()
-        start = b.event()
-        if copy is not None:
-            copy()
-        middle = b.event()
-        for _ in range(passes):
-            b.kernels.read_sum(read_ptr, b.size)
-        end = b.finish()
-        b.check(b.kernels.result(), salt, "copy then read" if copy else "zero-copy", passes)
-        times = {"time_s": b.seconds(start, end)}
-        if copy is not None:
-            times.update(copy_s=b.seconds(start, middle), kernel_s=b.seconds(middle, end))
-        return times
-    return step
+    return _read_step(b, view, read_ptr, "copy then read" if copy else "zero-copy", copy, "copy_s", passes)
 
 
 def _device_read(b: Bench, dev: int) -> Step:

@@ -96,6 +96,7 @@ def _measure_device(cupy: Any, device: int, top: int, ctx: ProbeContext) -> dict
         raw["state_before"] = nvml.state()
         raw["sysfs_link"] = gpu_state.sysfs_link(bus_id)
         raw.update(_sweep_and_load(cupy, tk, gpu_state, nvml, buffers, bus_id, top, ctx))
+        raw["numa"]["gpu_node"] = raw["sysfs_link"]["numa_node"]
         raw["state_after"] = nvml.state()
         return raw
     finally:
@@ -105,15 +106,15 @@ def _measure_device(cupy: Any, device: int, top: int, ctx: ProbeContext) -> dict
 
 def _sweep_and_load(cupy: Any, tk: Any, gpu_state: Any, nvml: Any, buffers: Any, bus_id: str,
                     top: int, ctx: ProbeContext) -> dict[str, Any]:
-    """The copy sweep, the link read under load, the pinning cost and the pages' NUMA nodes."""
+    """The copy sweep, the link read under load, the pinning cost and the pages' NUMA nodes (the
+    GPU's own node comes from the sysfs link read the caller already made)."""
     bufs = _buffers(cupy, buffers, top)
     out = _sweep(cupy, tk, bufs, sweep_sizes(top, ctx.quick), ctx)
     out.update(_under_load(cupy, tk, gpu_state, nvml, bufs, bus_id, top,
                            out["pinned"]["h2d"][-1]["gbs"]["median"]))
     cost_bytes = min(top, QUICK_MAX) if ctx.quick else top
     out["pinning_cost"] = tk.pinning_cost(cupy, bufs["pageable"][:cost_bytes], 2 if ctx.quick else 3)
-    out["numa"] = {"gpu_node": gpu_state.sysfs_link(bus_id)["numa_node"],
-                   "pinned_pages": tk.page_nodes(bufs["view_a"]),
+    out["numa"] = {"pinned_pages": tk.page_nodes(bufs["view_a"]),
                    "pageable_pages": tk.page_nodes(bufs["pageable"])}
     return out
 
