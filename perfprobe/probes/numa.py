@@ -95,8 +95,6 @@ def _local_and_farthest(cpu_nodes: list[int], mem_nodes: list[int],
 
 def measure(ctx: ProbeContext) -> dict[str, Any]:
     """Place a buffer on each memory node, verify its pages, time chase and read from each CPU node."""
-    if ctx.config.fsroot is not None:
-        return {"measured": False, "reason": "a captured tree (--fsroot) shows topology only"}
     available, why = numa_sys.numa_syscalls_available()
     if not available:
         raise ProbeSkipped(f"cannot place memory on NUMA nodes: {why}",
