@@ -5,7 +5,7 @@ BIN    := $(VENV)/bin
 # On a host with an NVIDIA driver, `make run` also installs cupy for the driver's CUDA major version.
 GPU_EXTRA := $(shell $(PYTHON) tools/gpu_extra.py 2>/dev/null)
 
-.PHONY: run test bench completions test-numa-vm readme clean
+.PHONY: run test lint bench completions test-numa-vm readme clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -24,8 +24,13 @@ comma := ,
 run: $(VENV)/.installed
 	$(BIN)/perfprobe all || [ $$? -eq 1 ]
 
-## test: install the test extras into .venv and run the suite
-test: $(VENV)/.installed-test
+## lint: ruff (style, and numba/cupy/NVML kept in kernels/ and probes/*/measure.py) and mypy
+lint: $(VENV)/.installed-test
+	$(BIN)/ruff check perfprobe tests bench tools
+	$(BIN)/mypy
+
+## test: install the test extras into .venv, lint, and run the suite
+test: lint
 	$(BIN)/python -m pytest -q -p no:cacheprovider
 
 ## bench: native references beside perfprobe's kernels, and the --help start-up time

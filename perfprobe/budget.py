@@ -1,16 +1,67 @@
-"""How much host memory a probe may take: checked before every large allocation, never guessed."""
+"""How much memory a probe may take — the one place host and GPU budgets are decided.
+
+Checked before every large allocation, never guessed: host memory is a fraction of what is
+available now; under `--bind NODE` it is a fraction of that node's free memory (the kernel would
+OOM-kill a bound process that outgrew its node); GPU memory is a fraction of the device's free
+memory. Each budget says what it is a fraction of, so a capped size can name its cap.
+"""
 
 from __future__ import annotations
 
-from typing import Any, Mapping
+from dataclasses import dataclass
+
+from perfprobe.host.facts import Facts, memory_value, numa_node
+
+HOST_FRACTION = 0.25
+GPU_FRACTION = 0.5
 
 
-def host_memory_budget(host: Mapping[str, Any], fraction: float = 0.25) -> int:
-    """Bytes of host memory a probe may take: a quarter of what is available (read now, live)."""
+@dataclass(frozen=True)
+class MemoryBudget:
+    """`bytes` a probe may allocate, and `basis`: the words a finding uses to name the cap."""
+
+    bytes: int
+    basis: str
+
+    def cap(self, wanted: int) -> tuple[int, str | None]:
+        """`wanted`, or the budget when smaller: (size, the basis when it capped, else None)."""
+        return (wanted, None) if wanted <= self.bytes else (self.bytes, self.basis)
+
+
+def host_memory_budget(host: Facts, bind: int | None = None,
+                       fraction: float = HOST_FRACTION) -> MemoryBudget:
+    """A fraction of the host's available memory now, or of the bound node's free memory."""
+    share = _share_words(fraction)
+    if bind is not None:
+        free = _node_free_now(bind, host)
+        return MemoryBudget(int(free * fraction), f"{share} of NUMA node {bind}'s free memory")
+    return MemoryBudget(int(_available_now(host) * fraction), f"{share} of the host's available memory")
+
+
+def gpu_memory_budget(free_bytes: int, fraction: float = GPU_FRACTION) -> MemoryBudget:
+    """A fraction of the device's free memory (read by the caller through cupy or NVML)."""
+    return MemoryBudget(int(free_bytes * fraction), f"{_share_words(fraction)} of the device's free memory")
+
+
+def _available_now(host: Facts) -> int:
     try:
         import psutil
 
-        available = int(psutil.virtual_memory().available)
-    except Exception:
-        available = int((host.get("memory") or {}).get("available_bytes") or 0)
-    return int(available * fraction)
+        return int(psutil.virtual_memory().available)
+    except Exception:  # noqa: BLE001 - psutil missing or unreadable /proc: fall back to the facts
+        return memory_value(host, "available_bytes") or 0
+
+
+def _node_free_now(node: int, host: Facts) -> int:
+    """The node's free memory read now from sysfs (live), else as the facts recorded it."""
+    from perfprobe.host.numa import node_free_bytes
+
+    live = node_free_bytes(node)
+    if live is not None:
+        return live
+    entry = numa_node(host, node) or {}
+    return int(entry.get("memory_free_bytes") or 0)
+
+
+def _share_words(fraction: float) -> str:
+    return {0.25: "a quarter", 0.5: "half", 1.0: "all"}.get(fraction, f"{fraction:.0%}")

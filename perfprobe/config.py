@@ -1,10 +1,19 @@
-"""The run configuration: one frozen object built by the CLI and read by every probe."""
+"""The run configuration: one frozen object built by the CLI and read by every probe.
+
+Three things live here so that every probe does them the same way:
+- `Knobs`: the typed per-command options (validated by the CLI before anything runs);
+- `Presets`: a probe's full and `--quick` parameter sets, chosen in one place;
+- `UsageError`: bad input, printed as one line with exit 2.
+Memory budgets live beside this in perfprobe/budget.py.
+"""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Generic, TypeVar
+
+P = TypeVar("P")
 
 
 class UsageError(Exception):
@@ -12,11 +21,40 @@ class UsageError(Exception):
 
 
 @dataclass(frozen=True)
+class Knobs:
+    """Per-command options. None means "the probe's preset decides".
+
+    The CLI validates every user-facing knob before anything runs; the last group are test hooks
+    (smaller runs in `make test`), set only from Python, never from the command line.
+    """
+
+    max_size: int | None = None      # cache: largest working set (bytes)
+    repeats: int | None = None       # cache, uvm: timed repeats per point
+    max_spacing: int | None = None   # falseshare: widest counter spacing (bytes, power of two)
+    threads: int | None = None       # falseshare: threads for the many-thread runs
+    size: int | None = None          # numa, pinned, streams, uvm, and newer probes: buffer size (bytes)
+    # test hooks
+    iterations: int | None = None    # falseshare: updates per thread per run
+    passes: int | None = None        # uvm: kernel passes over the buffer
+    host_threads: int | None = None  # uvm: host threads writing managed memory
+
+
+@dataclass(frozen=True)
+class Presets(Generic[P]):
+    """A probe's two parameter sets: `full` (the default) and `quick` (--quick, CI smoke runs)."""
+
+    full: P
+    quick: P
+
+    def pick(self, quick: bool) -> P:
+        return self.quick if quick else self.full
+
+
+@dataclass(frozen=True)
 class RunConfig:
     """What the user asked for.
 
-    `device` is None (the default GPU, 0), an index, or "all". `options` holds the knobs of one
-    probe command (e.g. {"max_size": 1 << 30, "repeats": 5}); each probe reads its own with defaults.
+    `device` is None (the default GPU, 0), an index, or "all"; `options` holds one command's knobs.
     """
 
     quick: bool = False
@@ -26,11 +64,10 @@ class RunConfig:
     require_gpu: bool = False
     bind: int | None = None
     fsroot: Path | None = None
-    options: Mapping[str, Any] = field(default_factory=dict)
+    options: Knobs = field(default_factory=Knobs)
     record: Path | None = None
     replay: Path | None = None
 
-    def option(self, name: str, default: Any) -> Any:
-        """A probe knob, or `default` when the user did not give it."""
-        value = self.options.get(name)
-        return default if value is None else value
+    def preset(self, presets: Presets[P]) -> P:
+        """The parameter set this run uses (quick or full)."""
+        return presets.pick(self.quick)

@@ -1,18 +1,26 @@
-"""What a probe is: a name, `measure` (kernels, returns plain numbers) and a pure `judge`.
+"""What a probe is: a name, declared requirements, `measure` (imported lazily) and a pure `judge`.
 
-`measure(ctx)` returns a JSON-serialisable dict of raw numbers — nothing else. `judge(raw, host)`
-turns raw numbers and the host facts (the JSON `host` object, see perfprobe/host) into an
-Assessment. Because both ends are plain data, numbers recorded on a real host (`--record`) can be
-fed back through `judge` in tests and through the real CLI (`--replay`) without running a kernel.
+Every probe is a package `perfprobe/probes/<name>/` of the same shape (docs/DEVELOPING.md):
+`__init__.py` holds `PROBE`; `measure.py` drives kernels and returns raw numbers; `plan.py`,
+`figures.py`, `rules.py` and `tables.py` are pure. `measure(ctx)` returns a JSON-serialisable dict
+of raw numbers; `judge(raw, host)` turns raw numbers and host facts into an Assessment. Because both
+ends are plain data, numbers recorded on a real host (`--record`) go back through `judge` in tests
+and through the real CLI (`--replay`) without running a kernel.
+
+Requirements are checked by the runner before `measure` is imported, so a host that cannot run a
+probe gets the same `skip` (or `error` under --require-gpu) with its reason and hint every time.
 """
 
 from __future__ import annotations
 
+import importlib
+import importlib.util
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from typing import Any, Callable, Mapping, Protocol
 
 from perfprobe.config import RunConfig
+from perfprobe.host.facts import Facts, numa_nodes
 from perfprobe.model import Assessment
 
 
@@ -47,7 +55,7 @@ class ProbeContext:
     probes, the device index to measure (the runner expands `--device all`)."""
 
     config: RunConfig
-    host: Mapping[str, Any]
+    host: Facts
     progress: ProgressFactory
     device: int | None = None
 
@@ -56,12 +64,96 @@ class ProbeContext:
         return self.config.quick
 
 
+class Requirement(Protocol):
+    """Something a probe needs from the host. `unmet` returns None, or the skip to report."""
+
+    def unmet(self, ctx: ProbeContext) -> ProbeSkipped | None: ...
+
+
+@dataclass(frozen=True)
+class UsableCpus:
+    """At least `count` CPUs this process may run on (after taskset, cpusets and --bind)."""
+
+    count: int
+    why: str = ""
+
+    def unmet(self, ctx: ProbeContext) -> ProbeSkipped | None:
+        from perfprobe.bind import usable_cpus
+
+        have = len(usable_cpus(ctx.host))
+        if have >= self.count:
+            return None
+        need = f"{self.count} usable CPUs" + (f" ({self.why})" if self.why else "")
+        return ProbeSkipped(f"needs {need}; this process may use {have}",
+                            "run without taskset/cpuset limits, or on a host with more CPUs")
+
+
+@dataclass(frozen=True)
+class NumaNodes:
+    """At least `count` NUMA nodes in the host facts."""
+
+    count: int
+
+    def unmet(self, ctx: ProbeContext) -> ProbeSkipped | None:
+        have = len(numa_nodes(ctx.host))
+        if have >= self.count:
+            return None
+        return ProbeSkipped(f"needs {self.count} NUMA nodes; this host has {have}", "")
+
+
+@dataclass(frozen=True)
+class PythonModule:
+    """An importable Python module (found, not imported: finding it costs no start-up time)."""
+
+    name: str
+    hint: str = ""
+
+    def unmet(self, ctx: ProbeContext) -> ProbeSkipped | None:
+        try:
+            found = importlib.util.find_spec(self.name) is not None
+        except (ImportError, ValueError):
+            found = False
+        return None if found else ProbeSkipped(f"Python module {self.name} is not installed", self.hint)
+
+
+@dataclass(frozen=True)
+class Gpu:
+    """A usable CUDA GPU (cupy, a driver, a device): unmet is GpuUnavailable (error under --require-gpu)."""
+
+    def unmet(self, ctx: ProbeContext) -> ProbeSkipped | None:
+        from perfprobe import gpu
+
+        try:
+            gpu.load_cupy()
+        except GpuUnavailable as exc:
+            return exc
+        return None
+
+
 @dataclass(frozen=True)
 class Probe:
-    """One probe. `needs_gpu` probes get one run per selected device and honour --require-gpu."""
+    """One probe. `measure_module` names the module whose `measure(ctx)` runs the kernels; it is
+    imported only when the probe runs. GPU probes (a `Gpu()` requirement) run once per device."""
 
     name: str
     title: str
-    measure: Callable[[ProbeContext], dict[str, Any]]
-    judge: Callable[[Mapping[str, Any], Mapping[str, Any]], Assessment]
-    needs_gpu: bool = False
+    judge: Callable[[Mapping[str, Any], Facts], Assessment]
+    measure_module: str
+    requires: tuple[Requirement, ...] = ()
+
+    @property
+    def needs_gpu(self) -> bool:
+        return any(isinstance(r, Gpu) for r in self.requires)
+
+    def measure(self, ctx: ProbeContext) -> dict[str, Any]:
+        module = importlib.import_module(self.measure_module)
+        raw: dict[str, Any] = module.measure(ctx)
+        return raw
+
+    def unmet(self, ctx: ProbeContext) -> ProbeSkipped | None:
+        """The first requirement this host does not meet, as the skip to report (None: all met)."""
+        for requirement in self.requires:
+            missing = requirement.unmet(ctx)
+            if missing is not None:
+                return missing
+        return None

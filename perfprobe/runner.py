@@ -16,6 +16,7 @@ from perfprobe.bind import BindError
 from perfprobe.config import RunConfig, UsageError
 from perfprobe.model import Finding, ProbeResult, Report, Verdict
 from perfprobe.probe import GpuUnavailable, Probe, ProbeContext, ProbeSkipped, ProgressFactory
+from perfprobe.process_state import preserved
 from perfprobe.progress import null_progress
 from perfprobe.registry import load_probe
 
@@ -70,13 +71,13 @@ def run_one(probe: Probe, ctx: ProbeContext, binding: Mapping[str, Any] | None,
     """Measure (or take the replayed numbers) and judge one probe; failures become results."""
     started = time.perf_counter()
     try:
-        raw = dict(replayed) if replayed is not None else probe.measure(ctx)
+        raw = dict(replayed) if replayed is not None else _measure(probe, ctx)
     except GpuUnavailable as exc:
         verdict = Verdict.ERROR if ctx.config.require_gpu else Verdict.SKIP
         return _skipped(probe.name, ctx.device, exc.reason, exc.hint, verdict, started), None
     except ProbeSkipped as exc:
         return _skipped(probe.name, ctx.device, exc.reason, exc.hint, Verdict.SKIP, started), None
-    except (KeyboardInterrupt, UsageError):
+    except KeyboardInterrupt:
         raise
     except Exception as exc:  # noqa: BLE001 - the one place that turns any failure into a result
         return _failed(probe.name, ctx.device, "measuring", exc, started), None
@@ -93,6 +94,15 @@ def run_one(probe: Probe, ctx: ProbeContext, binding: Mapping[str, Any] | None,
         duration_s=time.perf_counter() - started, tables=tuple(assessment.tables),
         curves=tuple(assessment.curves), key_figure=assessment.key_figure, device=ctx.device)
     return result, raw
+
+
+def _measure(probe: Probe, ctx: ProbeContext) -> dict[str, Any]:
+    """Check the declared requirements, then measure with the process state restored afterwards."""
+    missing = probe.unmet(ctx)
+    if missing is not None:
+        raise missing
+    with preserved():
+        return probe.measure(ctx)
 
 
 def _read_host(config: RunConfig) -> dict[str, Any]:

@@ -141,3 +141,9 @@ def _memory_mismatch(nodes: list[dict[str, Any]], meminfo: dict[str, int]) -> li
         return [f"per-node MemTotal adds up to {node_sum / 2**30:.1f} GiB but /proc/meminfo "
                 f"MemTotal is {total / 2**30:.1f} GiB"]
     return []
+
+
+def node_free_bytes(node: int, sr: SysRoot | None = None) -> int | None:
+    """One node's free memory read now (live by default): what a --bind budget is a fraction of."""
+    mem = parse_meminfo((sr or SysRoot(None)).read_text(f"{NODE_DIR}/node{node}/meminfo"))
+    return mem.get("MemFree")
