@@ -15,7 +15,7 @@ import typer
 from typing_extensions import Annotated
 
 from perfprobe import __version__
-from perfprobe.config import RunConfig, UsageError
+from perfprobe.config import Knobs, RunConfig, UsageError
 from perfprobe.units import parse_device, parse_size
 
 app = typer.Typer(
@@ -87,7 +87,7 @@ def cache(json_out: JsonOpt = False, output: OutputOpt = None, quick: QuickOpt =
           repeats: Annotated[Optional[int], typer.Option("--repeats", min=1, max=1000,
                              help="Timed repeats per point (median is reported).")] = None) -> None:
     """Cache hierarchy: latency curve, level sizes, bandwidth, line size, prefetch, huge pages."""
-    options = {"max_size": parse_size(max_size, "--max-size", minimum=64 << 10), "repeats": repeats}
+    options = Knobs(max_size=parse_size(max_size, "--max-size", minimum=64 << 10), repeats=repeats)
     _run(["cache"], RunConfig(json=json_out, output=output, quick=quick, bind=bind, options=options,
                               record=record, replay=replay))
 
@@ -102,7 +102,7 @@ def falseshare(json_out: JsonOpt = False, output: OutputOpt = None, quick: Quick
     """False sharing: cost per counter spacing, padding to use, core-to-core latency."""
     spacing = parse_size(max_spacing, "--max-spacing", minimum=256, maximum=1 << 20, power_of_two=True)
     _run(["falseshare"], RunConfig(json=json_out, output=output, quick=quick, bind=bind,
-                                   options={"max_spacing": spacing, "threads": threads},
+                                   options=Knobs(max_spacing=spacing, threads=threads),
                                    record=record, replay=replay))
 
 
@@ -113,7 +113,7 @@ def numa(json_out: JsonOpt = False, output: OutputOpt = None, quick: QuickOpt = 
              "Working set per memory node, e.g. 256M (default: several times the largest cache)."))] = None) -> None:
     """NUMA: topology, latency and bandwidth matrices, remote penalties, placement."""
     _run(["numa"], RunConfig(json=json_out, output=output, quick=quick, bind=bind,
-                             options={"size": parse_size(size, "--size", minimum=16 << 20)},
+                             options=Knobs(size=parse_size(size, "--size", minimum=16 << 20)),
                              record=record, replay=replay))
 
 
@@ -123,7 +123,7 @@ def _gpu_command(name: str, doc: str, min_size: int) -> None:
     def command(json_out: JsonOpt = False, output: OutputOpt = None, quick: QuickOpt = False,
                 bind: BindOpt = None, device: DeviceOpt = None, require_gpu: RequireGpuOpt = False,
                 size: SizeOpt = None, record: RecordOpt = None, replay: ReplayOpt = None) -> None:
-        options = {"size": parse_size(size, "--size", minimum=min_size)}
+        options = Knobs(size=parse_size(size, "--size", minimum=min_size))
         _run([name], RunConfig(json=json_out, output=output, quick=quick, bind=bind,
                                device=parse_device(device), require_gpu=require_gpu,
                                options=options, record=record, replay=replay))

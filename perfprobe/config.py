@@ -37,6 +37,8 @@ class Knobs:
     iterations: int | None = None    # falseshare: updates per thread per run
     passes: int | None = None        # uvm: kernel passes over the buffer
     host_threads: int | None = None  # uvm: host threads writing managed memory
+    steps: int | None = None         # numa: pointer-chase steps per latency point
+    max_pairs: int | None = None     # numa: most (CPU node, memory node) pairs measured
 
 
 @dataclass(frozen=True)
@@ -67,6 +69,10 @@ class RunConfig:
     options: Knobs = field(default_factory=Knobs)
     record: Path | None = None
     replay: Path | None = None
+
+    def option(self, name: str, default: object) -> object:  # TRANSITIONAL: until probes read typed knobs
+        value = getattr(self.options, name, None)
+        return default if value is None else value
 
     def preset(self, presets: Presets[P]) -> P:
         """The parameter set this run uses (quick or full)."""

@@ -138,14 +138,17 @@ class Probe:
     name: str
     title: str
     judge: Callable[[Mapping[str, Any], Facts], Assessment]
-    measure_module: str
+    measure_module: str | Callable[[ProbeContext], dict[str, Any]]  # TRANSITIONAL: callable until every probe is a package
     requires: tuple[Requirement, ...] = ()
+    legacy_needs_gpu: bool = False  # TRANSITIONAL
 
     @property
     def needs_gpu(self) -> bool:
-        return any(isinstance(r, Gpu) for r in self.requires)
+        return self.legacy_needs_gpu or any(isinstance(r, Gpu) for r in self.requires)
 
     def measure(self, ctx: ProbeContext) -> dict[str, Any]:
+        if callable(self.measure_module):  # TRANSITIONAL
+            return self.measure_module(ctx)
         module = importlib.import_module(self.measure_module)
         raw: dict[str, Any] = module.measure(ctx)
         return raw

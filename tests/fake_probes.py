@@ -52,9 +52,9 @@ def _measure_boom(ctx):
 
 
 PROBES = {
-    "good": Probe("good", "Good", lambda ctx: {"latency_ns": 1.5}, _judge_good),
-    "warny": Probe("warny", "Warny", lambda ctx: {}, _judge_warn),
-    "gpu": Probe("gpu", "GPU", _measure_gpu, _judge_good, needs_gpu=True),
-    "skippy": Probe("skippy", "Skippy", _measure_skip, _judge_good),
-    "boom": Probe("boom", "Boom", _measure_boom, _judge_good),
+    "good": Probe("good", "Good", _judge_good, lambda ctx: {"latency_ns": 1.5}),
+    "warny": Probe("warny", "Warny", _judge_warn, lambda ctx: {}),
+    "gpu": Probe("gpu", "GPU", _judge_good, _measure_gpu, legacy_needs_gpu=True),
+    "skippy": Probe("skippy", "Skippy", _judge_good, _measure_skip),
+    "boom": Probe("boom", "Boom", _judge_good, _measure_boom),
 }

@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from perfprobe.config import Knobs
 from perfprobe.probes.cache_curve import Level
 from perfprobe.probes.cache_memory import _huge_fraction_in, page_buffer
 from perfprobe.probes.cache_plan import level_working_sets, make_plan, memory_cap, sharers
@@ -17,32 +18,32 @@ KVM = {"caches": [{"level": 1, "type": "Data", "size_bytes": 48 << 10, "line_byt
 
 
 def test_default_goes_to_four_times_the_llc_and_quick_to_twice() -> None:
-    plan = make_plan(KVM, {}, quick=False, threads=2)
+    plan = make_plan(KVM, Knobs(), quick=False, threads=2)
     assert plan.max_bytes == 1200 << 20 and plan.limited_by == "4x LLC"
     assert plan.line_bytes == 64 and plan.l1_bytes == 48 << 10 and plan.per_doubling == 4
-    assert make_plan(KVM, {}, quick=True, threads=2).max_bytes == 600 << 20
+    assert make_plan(KVM, Knobs(), quick=True, threads=2).max_bytes == 600 << 20
 
 
 def test_quick_is_coarser_and_repeats_less() -> None:
-    quick, full = make_plan(KVM, {}, True, 2), make_plan(KVM, {}, False, 2)
+    quick, full = make_plan(KVM, Knobs(), True, 2), make_plan(KVM, Knobs(), False, 2)
     assert quick.per_doubling < full.per_doubling and quick.repeats < full.repeats
 
 
 def test_options_override_size_and_repeats() -> None:
-    plan = make_plan(KVM, {"max_size": 1 << 20, "repeats": 9}, quick=True, threads=2)
+    plan = make_plan(KVM, Knobs(max_size=1 << 20, repeats=9), quick=True, threads=2)
     assert plan.max_bytes == 1 << 20 and plan.limited_by == "--max-size" and plan.repeats == 9
 
 
 def test_never_more_than_a_quarter_of_available_memory() -> None:
     small = {**KVM, "memory": {"total_bytes": 4 << 30, "available_bytes": 2 << 30}}
-    plan = make_plan(small, {}, quick=False, threads=2)
+    plan = make_plan(small, Knobs(), quick=False, threads=2)
     assert plan.max_bytes == 512 << 20 and plan.limited_by == "memory"
     assert memory_cap(small) == 512 << 20
-    assert make_plan(small, {"max_size": 4 << 30}, False, 2).max_bytes == 512 << 20
+    assert make_plan(small, Knobs(max_size=4 << 30), False, 2).max_bytes == 512 << 20
 
 
 def test_no_reported_caches_falls_back_to_a_default_llc() -> None:
-    plan = make_plan({"memory": {}}, {}, quick=True, threads=1)
+    plan = make_plan({"memory": {}}, Knobs(), quick=True, threads=1)
     assert plan.max_bytes == 64 << 20 and not plan.llc_reported and plan.cap_bytes is None
 
 

@@ -7,7 +7,7 @@ import os
 
 import pytest
 
-from perfprobe.config import RunConfig
+from perfprobe.config import Knobs, RunConfig
 from perfprobe.host import read_host_facts
 from perfprobe.probe import ProbeContext
 from perfprobe.progress import null_progress
@@ -69,7 +69,7 @@ def test_plain_loop_loads_and_stores_memory_every_iteration():
 def test_a_tiny_measure_is_judged():
     from perfprobe.probes import falseshare
 
-    ctx = ProbeContext(config=RunConfig(quick=True, options={"iterations": 2_000}),
+    ctx = ProbeContext(config=RunConfig(quick=True, options=Knobs(iterations=2_000)),
                        host=read_host_facts(None), progress=null_progress)
     raw = falseshare.measure(ctx)
     assert raw["spacings_bytes"] == [8, 16, 32, 64, 128, 256]

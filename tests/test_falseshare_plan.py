@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from perfprobe.config import RunConfig, UsageError
+from perfprobe.config import Knobs, RunConfig, UsageError
 from perfprobe.probe import ProbeContext, ProbeSkipped
 from perfprobe.probes import falseshare
 from perfprobe.progress import null_progress
@@ -86,7 +86,7 @@ def test_plan_covers_sweeps_true_sharing_and_one_thread():
 
 def _ctx(usable: list[int], **options) -> ProbeContext:
     host = {"cpus": {"usable": usable, "cores": [[c] for c in usable]}, "caches": []}
-    return ProbeContext(config=RunConfig(options=options), host=host, progress=null_progress)
+    return ProbeContext(config=RunConfig(options=Knobs(**options)), host=host, progress=null_progress)
 
 
 def test_one_usable_cpu_is_a_skip_with_the_reason():
@@ -111,7 +111,7 @@ def test_too_wide_a_spacing_for_memory_is_a_usage_error(monkeypatch):
     import perfprobe.budget
 
     monkeypatch.setattr(os, "sched_getaffinity", lambda pid: {0, 1})
-    monkeypatch.setattr(perfprobe.budget, "host_memory_budget", lambda host: 1 << 20)
+    monkeypatch.setattr(perfprobe.budget, "host_memory_budget", lambda host, *a: perfprobe.budget.MemoryBudget(1 << 20, "test"))
     with pytest.raises(UsageError, match="--max-spacing"):
         falseshare.measure(_ctx([0, 1], max_spacing=1 << 20))
 

@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 from perfprobe import bind, numa_sys
-from perfprobe.config import RunConfig
+from perfprobe.config import Knobs, RunConfig
 from perfprobe.host import read_host_facts
 from perfprobe.model import Verdict
 from perfprobe.probe import ProbeContext
@@ -30,7 +30,7 @@ multinode = pytest.mark.skipif(len(CPU_NODES) < 2, reason="needs >= 2 NUMA nodes
 
 
 def _measure(**config: Any) -> dict[str, Any]:
-    ctx = ProbeContext(config=RunConfig(quick=True, options=TINY, **config), host=HOST, progress=null_progress)
+    ctx = ProbeContext(config=RunConfig(quick=True, options=Knobs(**TINY), **config), host=HOST, progress=null_progress)
     return numa.measure(ctx)
 
 

@@ -11,7 +11,7 @@ from types import SimpleNamespace
 import pytest
 
 from perfprobe import gpu
-from perfprobe.config import RunConfig
+from perfprobe.config import Knobs, RunConfig
 from perfprobe.model import Verdict
 from perfprobe.probe import ProbeContext
 from perfprobe.probes import pinned
@@ -115,7 +115,7 @@ def runtime(monkeypatch) -> FakeRuntime:
 
 def context(quick: bool, max_size: int) -> ProbeContext:
     host = {"memory": {"available_bytes": 8 << 30}, "gpus": []}
-    return ProbeContext(RunConfig(quick=quick, options={"size": max_size}), host, null_progress, 0)
+    return ProbeContext(RunConfig(quick=quick, options=Knobs(size=max_size)), host, null_progress, 0)
 
 
 @pytest.mark.parametrize("quick", [False, True])

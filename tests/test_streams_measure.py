@@ -11,7 +11,7 @@ from types import SimpleNamespace
 import numpy as np
 
 from perfprobe import gpu
-from perfprobe.config import RunConfig
+from perfprobe.config import Knobs, RunConfig
 from perfprobe.kernels import streams_kernels as sk
 from perfprobe.model import Verdict
 from perfprobe.probe import ProbeContext
@@ -76,7 +76,7 @@ def fake_cupy(runtime: FakeRuntime, skip_chunk_at: int | None = None) -> SimpleN
 
 def context() -> ProbeContext:
     host = {"memory": {"available_bytes": 8 << 30}, "gpus": []}
-    return ProbeContext(RunConfig(quick=True, options={"size": 4 << 20}), host, null_progress, 0)
+    return ProbeContext(RunConfig(quick=True, options=Knobs(size=4 << 20)), host, null_progress, 0)
 
 
 def test_measure_runs_every_configuration_checks_it_and_frees_everything(monkeypatch) -> None:

@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from perfprobe.config import RunConfig
+from perfprobe.config import Knobs, RunConfig
 from perfprobe.kernels.uvm_kernels import pattern
 from perfprobe.probe import GpuUnavailable, ProbeContext, ProbeSkipped
 from perfprobe.probes import uvm
@@ -163,7 +163,7 @@ def fake_cupy(attributes: dict[int, int] | None = None, host_location_fails: boo
 
 
 def _ctx(**options: Any) -> ProbeContext:
-    config = RunConfig(quick=True, options={"size": 2 * MiB, "repeats": 2, "passes": 3, **options})
+    config = RunConfig(quick=True, options=Knobs(**{"size": 2 * MiB, "repeats": 2, "passes": 3, **options}))
     return ProbeContext(config=config, host={"memory": {"available_bytes": 1 << 34}},
                         progress=null_progress, device=None)
 

@@ -149,4 +149,4 @@ def _bandwidth(ctx: ProbeContext, k: ModuleType, plan: Plan, timing: m.Timing,
     return out
 
 
-PROBE = Probe(name="cache", title="CPU cache hierarchy", measure=measure, judge=judge)
+PROBE = Probe(name="cache", title="CPU cache hierarchy", measure_module=measure, judge=judge)

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from typing import Any, Mapping, Sequence
 
 from perfprobe.bind import usable_cpus
+from perfprobe.config import Knobs
 from perfprobe.probes.cache_curve import Level
 
 DEFAULT_LINE = 64
@@ -62,21 +63,21 @@ def memory_cap(host: Mapping[str, Any]) -> int | None:
     return int(base) // MEMORY_SHARE if base else None
 
 
-def make_plan(host: Mapping[str, Any], options: Mapping[str, Any], quick: bool,
+def make_plan(host: Mapping[str, Any], options: Knobs, quick: bool,
               threads: int) -> Plan:
     """Sizes and effort for this run: 4x the LLC (2x with --quick) or --max-size, capped at the
     memory share."""
     caches = data_caches(host)
     llc = int(caches[-1]["size_bytes"]) if caches else DEFAULT_LLC
     line = int((caches[0].get("line_bytes") if caches else None) or DEFAULT_LINE)
-    asked = options.get("max_size")
+    asked = options.max_size
     multiple = QUICK_LLC_MULTIPLE if quick else LLC_MULTIPLE
     wanted = int(asked) if asked else multiple * llc
     cap = memory_cap(host)
     max_bytes, limited_by = wanted, "--max-size" if asked else f"{multiple}x LLC"
     if cap is not None and wanted > cap:
         max_bytes, limited_by = cap, "memory"
-    repeats = int(options.get("repeats") or (3 if quick else 5))
+    repeats = int(options.repeats or (3 if quick else 5))
     return Plan(max_bytes=max(max_bytes, MIN_MAX_BYTES), wanted_bytes=wanted, cap_bytes=cap,
                 limited_by=limited_by, per_doubling=2 if quick else 4, min_points=2 if quick else 3,
                 repeats=repeats, run_s=0.002 if quick else 0.004, threads=threads,

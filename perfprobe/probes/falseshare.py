@@ -140,7 +140,7 @@ def _check_memory(host: Mapping[str, Any], threads: int, widest: int) -> None:
     """The counter buffer (threads x widest spacing) must fit a quarter of the available memory."""
     from perfprobe.budget import host_memory_budget
 
-    need, budget = threads * widest + 2 * 4096, host_memory_budget(host)
+    need, budget = threads * widest + 2 * 4096, host_memory_budget(host).bytes
     if need > budget:
         raise UsageError(f"--max-spacing {widest} with {threads} threads needs {need} bytes of counters; "
                          f"only {budget} may be used here (a quarter of available memory)")
@@ -202,4 +202,4 @@ def _pingpong(ctx: ProbeContext, kernels: Any, order: Sequence[int], settings: S
 
 
 PROBE = Probe(name="falseshare", title="False sharing and core-to-core latency",
-              measure=measure, judge=judge)
+              measure_module=measure, judge=judge)

@@ -71,4 +71,4 @@ def key_figure(host: Mapping[str, Any]) -> str:
             f"{len(host.get('gpus') or [])} GPU(s)")
 
 
-PROBE = Probe(name="host", title="Host facts and set-up", measure=measure, judge=judge)
+PROBE = Probe(name="host", title="Host facts and set-up", measure_module=measure, judge=judge)

@@ -17,6 +17,7 @@ from typing import Any, Mapping
 
 from perfprobe import bind, numa_sys
 from perfprobe.budget import host_memory_budget
+from perfprobe.config import Knobs
 from perfprobe.model import Assessment, Metric
 from perfprobe.probe import Probe, ProbeContext, ProbeSkipped
 from perfprobe.probes import numa_rules, numa_tables
@@ -38,7 +39,7 @@ class Plan:
     max_pairs: int
 
 
-def make_plan(quick: bool, largest_cache: int, options: Mapping[str, Any]) -> Plan:
+def make_plan(quick: bool, largest_cache: int, options: Knobs) -> Plan:
     """Sizes for a DRAM-sized working set: several times the largest cache, bounded for time."""
     if quick:
         size = min(max(64 * MIB, 2 * largest_cache), 512 * MIB)
@@ -46,10 +47,10 @@ def make_plan(quick: bool, largest_cache: int, options: Mapping[str, Any]) -> Pl
     else:
         size = min(max(256 * MIB, 4 * largest_cache), 2048 * MIB)
         plan = Plan(size, 2_000_000, 7, 5, 64)
-    return Plan(int(options.get("size") or plan.size_bytes), int(options.get("steps") or plan.steps),
-                int(options.get("repeats") or plan.latency_repeats),
-                int(options.get("repeats") or plan.bandwidth_repeats),
-                int(options.get("max_pairs") or plan.max_pairs))
+    return Plan(int(options.size or plan.size_bytes), int(options.steps or plan.steps),
+                int(options.repeats or plan.latency_repeats),
+                int(options.repeats or plan.bandwidth_repeats),
+                int(options.max_pairs or plan.max_pairs))
 
 
 def largest_cache_bytes(host: Mapping[str, Any]) -> int:
@@ -139,7 +140,7 @@ def _buffer_size(node: int, plan: Plan, host: Mapping[str, Any]) -> int:
     """The working set, capped at a quarter of the node's free memory and of available memory."""
     entry = next(n for n in host["numa"]["nodes"] if n["id"] == node)
     free = entry.get("memory_free_bytes")
-    caps = [plan.size_bytes, host_memory_budget(host)] + ([free // 4] if free is not None else [])
+    caps = [plan.size_bytes, host_memory_budget(host).bytes] + ([free // 4] if free is not None else [])
     return min(caps) // (2 * MIB) * (2 * MIB)
 
 
@@ -288,4 +289,4 @@ def _key_figure(latency: Mapping[tuple[int, int], float], ratios: Mapping[tuple[
     return f"local {statistics.median(local):.0f} ns" if local else ""
 
 
-PROBE = Probe(name="numa", title="NUMA locality", measure=measure, judge=judge)
+PROBE = Probe(name="numa", title="NUMA locality", measure_module=measure, judge=judge)

@@ -71,7 +71,7 @@ def measure(ctx: ProbeContext) -> dict[str, Any]:
     with cupy.cuda.Device(device):
         requested = _requested(ctx)
         top, capped = plan_top(requested, ctx.quick, gpu.device_memory_budget(cupy),
-                               host_memory_budget(ctx.host))
+                               host_memory_budget(ctx.host, ctx.config.bind).bytes)
         if top < MIN_SIZE:
             raise ProbeSkipped("too little free memory for a 64 KiB copy",
                                "free device or host memory and run again")
@@ -167,4 +167,4 @@ def _under_load(cupy: Any, tk: Any, gpu_state: Any, nvml: Any, bufs: dict[str, A
 
 
 PROBE = Probe(name="pinned", title="Host-GPU copies: pageable vs pinned, against the PCIe link",
-              measure=measure, judge=judge, needs_gpu=True)
+              measure_module=measure, judge=judge, legacy_needs_gpu=True)

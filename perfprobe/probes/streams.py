@@ -53,7 +53,7 @@ def measure(ctx: ProbeContext) -> dict[str, Any]:
     device = ctx.device or 0
     with cupy.cuda.Device(device):
         requested = _requested(ctx)
-        size, capped = plan_size(requested, gpu.device_memory_budget(cupy), host_memory_budget(ctx.host))
+        size, capped = plan_size(requested, gpu.device_memory_budget(cupy), host_memory_budget(ctx.host, ctx.config.bind).bytes)
         if size < MIN_SIZE:
             raise ProbeSkipped("too little free memory for a 4 MiB pipeline", "free device or host memory")
         raw = _measure_device(cupy, device, size, ctx)
@@ -208,4 +208,4 @@ def _host_overlap(sk: Any, dev: Any, elements: int, iters: int) -> dict[str, Any
 
 
 PROBE = Probe(name="streams", title="Copy/compute overlap across CUDA streams",
-              measure=measure, judge=judge, needs_gpu=True)
+              measure_module=measure, judge=judge, legacy_needs_gpu=True)

@@ -80,7 +80,7 @@ def _measure_on(cupy: Any, device: int, ctx: ProbeContext) -> dict[str, Any]:
     attrs = uvm_memory.device_attributes(cupy, device)
     free, _total = cupy.cuda.runtime.memGetInfo()
     size, note = choose_size(ctx.config.option("size", None), ctx.quick, int(free),
-                             host_memory_budget(ctx.host, 1.0))
+                             host_memory_budget(ctx.host, ctx.config.bind, 1.0).bytes)
     repeats = int(ctx.config.option("repeats", REPEATS))
     passes = int(ctx.config.option("passes", DEFAULT_PASSES))
     stream = cupy.cuda.Stream(non_blocking=True)
@@ -130,4 +130,4 @@ def judge(raw: Mapping[str, Any], host: Mapping[str, Any]) -> Assessment:
 
 
 PROBE = Probe(name="uvm", title="Unified memory: on-demand migration, prefetch, advice, zero-copy",
-              measure=measure, judge=judge, needs_gpu=True)
+              measure_module=measure, judge=judge, legacy_needs_gpu=True)
