@@ -140,6 +140,9 @@ class Probe:
     judge: Callable[[Mapping[str, Any], Facts], Assessment]
     measure_module: str | Callable[[ProbeContext], dict[str, Any]]  # TRANSITIONAL: callable until every probe is a package
     requires: tuple[Requirement, ...] = ()
+    check_knobs: Callable[[RunConfig, Facts], None] | None = None
+    """Raises UsageError for a knob this host cannot honour (e.g. a spacing whose counters do not
+    fit in memory). The runner calls it for every probe before anything is measured or bound."""
     legacy_needs_gpu: bool = False  # TRANSITIONAL
 
     @property

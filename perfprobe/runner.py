@@ -41,6 +41,9 @@ def run(names: Sequence[str], config: RunConfig, progress: ProgressFactory = nul
     recording = _load_replay(config) if config.replay else None
     host = recording["host"] if recording else _read_host(config)
     probes = [load_probe(name) for name in names]
+    for probe in probes:  # a knob this host cannot honour is exit 2 before anything runs
+        if probe.check_knobs is not None and not config.replay:
+            probe.check_knobs(config, host)
     try:
         binding = _apply_binding(config, host)
     except BindError as exc:  # the node was valid but the host did not honour the binding
