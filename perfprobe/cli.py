@@ -192,10 +192,10 @@ def main(argv: list[str] | None = None) -> None:
     except click_error as exc:
         if type(exc).__name__ == "NoArgsIsHelpError":
             context = getattr(exc, "ctx", None)
-            sys.stdout.write((context.get_help() if context else exc.format_message()) + "\n")
+            sys.stdout.write((context.get_help() if context else _message(exc)) + "\n")
             code = 0
         else:
-            code = _usage_line(exc.format_message())
+            code = _usage_line(_message(exc))
     except UsageError as exc:
         code = _usage_line(str(exc))
     except (KeyboardInterrupt, click_abort):
@@ -205,13 +205,20 @@ def main(argv: list[str] | None = None) -> None:
 
 
 def _click_exceptions() -> tuple[type[Exception], type[BaseException]]:
-    """click's error classes: typer up to 0.2x uses click, newer typer vendors it as typer._click."""
-    try:
-        from click.exceptions import Abort, ClickException
-    except ImportError:
-        from typer.exceptions import Abort  # type: ignore[no-redef]
-        from typer.exceptions import TyperException as ClickException  # type: ignore[no-redef]
-    return ClickException, Abort
+    """click's error classes: newer typer vendors click and raises typer.TyperException subclasses,
+    older typer raises click's own. typer is asked first: click may be installed beside a new typer."""
+    vendored: type[Exception] | None = getattr(typer, "TyperException", None)
+    if vendored is not None:
+        return vendored, typer.Abort
+    from click.exceptions import ClickException
+
+    return ClickException, typer.Abort
+
+
+def _message(exc: Exception) -> str:
+    """click's errors (and typer's vendored ones) word themselves through format_message()."""
+    format_message: Any = getattr(exc, "format_message", exc.__str__)
+    return str(format_message())
 
 
 def _usage_line(message: str) -> int:

@@ -19,7 +19,7 @@ def command_options() -> dict[str, list[tuple[str, str]]]:
 
     from perfprobe.cli import app
 
-    root = typer.main.get_command(app)
+    root = typer.main.get_group(app)  # the group get_command builds, typed as one
     table: dict[str, list[tuple[str, str]]] = {"": [("--version", "print the version"), ("--help", "show help")]}
     for name, command in root.commands.items():
         options = []
@@ -113,7 +113,7 @@ def _first_help(name: str) -> str:
 
     from perfprobe.cli import app
 
-    command = typer.main.get_command(app).commands[name]
+    command = typer.main.get_group(app).commands[name]
     return _one_line((command.help or "").split(".")[0])
 
 

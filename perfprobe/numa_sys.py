@@ -54,7 +54,7 @@ class Policy:
     nodes: list[int]
 
 
-def nodes_to_mask(nodes: Iterable[int]) -> _Mask:
+def nodes_to_mask(nodes: Iterable[int]) -> ctypes.Array[ctypes.c_ulong]:
     """A kernel nodemask with the bits of `nodes` set."""
     mask = _Mask()
     for node in nodes:
@@ -64,7 +64,7 @@ def nodes_to_mask(nodes: Iterable[int]) -> _Mask:
     return mask
 
 
-def mask_to_nodes(mask: Sequence[int]) -> list[int]:
+def mask_to_nodes(mask: Iterable[int]) -> list[int]:
     """The sorted node ids whose bits are set in `mask` (a sequence of machine words)."""
     return [w * _WORD_BITS + b for w, word in enumerate(mask) for b in range(_WORD_BITS)
             if word >> b & 1]

@@ -70,7 +70,7 @@ def run(names: Sequence[str], config: RunConfig, progress: ProgressFactory = nul
 
 
 def run_one(probe: Probe, ctx: ProbeContext, binding: Mapping[str, Any] | None,
-            replayed: Mapping[str, Any] | None = None) -> tuple[ProbeResult, dict | None]:
+            replayed: Mapping[str, Any] | None = None) -> tuple[ProbeResult, dict[str, Any] | None]:
     """Measure (or take the replayed numbers) and judge one probe; failures become results."""
     started = time.perf_counter()
     try:
@@ -136,7 +136,7 @@ def _apply_binding(config: RunConfig, host: Mapping[str, Any]) -> dict[str, Any]
 
 
 def _devices_for(probes: Sequence[Probe], config: RunConfig,
-                 recording: Mapping[str, Any] | None = None) -> list[int | None]:
+                 recording: Mapping[str, Any] | None = None) -> list[int]:
     """The GPU indices to run GPU probes on: --device N, every device for `all`, else device 0.
 
     Replaying, `all` means every device the recording holds."""
@@ -152,7 +152,7 @@ def _devices_for(probes: Sequence[Probe], config: RunConfig,
 
         count = device_count()
     except GpuUnavailable:
-        return [0 if config.device == "all" else config.device]  # the probes will skip, with why
+        return [0 if config.device == "all" else int(config.device)]  # the probes will skip, with why
     if config.device == "all":
         return list(range(count))
     if not 0 <= int(config.device) < count:
