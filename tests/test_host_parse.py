@@ -5,8 +5,14 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
-from perfprobe.host.parse import (format_cpulist, parse_bracketed, parse_cpulist, parse_cpumask,
-                                  parse_meminfo, parse_size)
+from perfprobe.host.parse import (
+    format_cpulist,
+    parse_bracketed,
+    parse_cpulist,
+    parse_cpumask,
+    parse_meminfo,
+    parse_size,
+)
 
 cpu_sets = st.sets(st.integers(min_value=0, max_value=4095), max_size=300)
 

@@ -10,7 +10,7 @@ WIDTH, HEIGHT = 64, 14
 
 
 def plot_lines(curve: Curve, width: int = WIDTH, height: int = HEIGHT) -> list[str]:
-    """The curve as text lines: a y axis with labels, dots for points, '|' for marks, an x axis."""
+    """The curve as text lines: a y axis with labels, dots for points, '┆' for marks, an x axis."""
     points = [(x, y) for x, y in curve.points if _usable(x, curve.log_x) and _usable(y, curve.log_y)]
     if len(points) < 2:
         return [f"{curve.title}: too few points to draw"]
@@ -18,7 +18,7 @@ def plot_lines(curve: Curve, width: int = WIDTH, height: int = HEIGHT) -> list[s
     ys = [_scale(y, curve.log_y) for _, y in points]
     x_lo, x_hi, y_lo, y_hi = min(xs), max(xs), min(ys), max(ys)
     grid = [[" "] * width for _ in range(height)]
-    for x, label in curve.marks:
+    for x, _label in curve.marks:  # the labels are listed under the plot, not drawn in it
         if _usable(x, curve.log_x) and x_lo <= _scale(x, curve.log_x) <= x_hi:
             column = _cell(_scale(x, curve.log_x), x_lo, x_hi, width)
             for row in grid:
