@@ -19,7 +19,8 @@ PROBE_MODULES: dict[str, str] = {
 
 def load_probe(name: str) -> Probe:
     """The Probe object of `name` (its module's PROBE)."""
-    return importlib.import_module(PROBE_MODULES[name]).PROBE
+    probe: Probe = importlib.import_module(PROBE_MODULES[name]).PROBE
+    return probe
 
 
 def all_probe_names() -> list[str]:
