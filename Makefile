@@ -5,7 +5,7 @@ BIN    := $(VENV)/bin
 # On a host with an NVIDIA driver, `make run` also installs cupy for the driver's CUDA major version.
 GPU_EXTRA := $(shell $(PYTHON) tools/gpu_extra.py 2>/dev/null)
 
-.PHONY: run test lint bench completions test-numa-vm readme clean
+.PHONY: run test lint bench bench-verdicts completions test-numa-vm readme clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -36,6 +36,11 @@ test: lint
 ## bench: native references beside perfprobe's kernels, and the --help start-up time
 bench: $(VENV)/.installed-test
 	$(BIN)/python bench/run_all.py
+
+## bench-verdicts: run `perfprobe all --quick` N times (default 10) and count how often each finding fires
+N ?= 10
+bench-verdicts: $(VENV)/.installed
+	$(BIN)/python tools/verdict_stability.py --runs $(N) -- $(ARGS)
 
 ## completions: regenerate bash, zsh and fish completions from the CLI
 completions: $(VENV)/.installed
