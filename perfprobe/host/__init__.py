@@ -15,6 +15,7 @@ from perfprobe.host.caches import read_caches
 from perfprobe.host.cpus import cpu_summary, online_and_offline, topology
 from perfprobe.host.cpuset import usable_cpus
 from perfprobe.host.gpus import read_gpus
+from perfprobe.host.identity import host_identity
 from perfprobe.host.memory import hugepage_facts, memlock_facts, memory_facts, read_meminfo
 from perfprobe.host.numa import read_numa
 from perfprobe.host.pci import read_pci_devices
@@ -40,6 +41,7 @@ def read_host_facts(root: Path | str | None = None) -> dict[str, Any]:
     numa = read_numa(sr, online, meminfo)
     gpus, gpu_note = read_gpus(sr, numa["nodes"])
     return {
+        **host_identity(sr),  # hostname, slurm_node; the runner adds the run's time_utc
         "source": "live" if sr.live else "fsroot",
         "root": None if sr.live else str(sr.root),
         "kernel": kernel_release(sr),
