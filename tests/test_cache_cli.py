@@ -4,14 +4,13 @@
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import jsonschema
 import pytest
 
-from perfprobe import cli
+from perfprobe import cli, load_schema
 
-SCHEMA = json.loads((Path(__file__).resolve().parents[1] / "docs" / "report.schema.json").read_text())
+SCHEMA = load_schema()
 
 
 def invoke(argv: list[str], capsys) -> tuple[int, str, str]:

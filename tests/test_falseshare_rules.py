@@ -8,8 +8,9 @@ from pathlib import Path
 
 import pytest
 
+from perfprobe import load_schema
 from perfprobe.model import Verdict
-from perfprobe.probes import falseshare_rules as rules
+from perfprobe.probes.falseshare import figures, judge, rules
 
 DATA = Path(__file__).parent / "data"
 RECORDINGS = sorted(DATA.glob("falseshare_*.json"))
@@ -55,25 +56,25 @@ def messages(assessment) -> str:
     ({8: 30, 16: 30, 32: 30, 64: 30, 128: 30, 256: 10}, 256),
 ])
 def test_distance_is_where_every_wider_spacing_is_within_15_percent(costs, distance):
-    assert rules.destructive_distance(costs) == distance
+    assert figures.destructive_distance(costs) == distance
 
 
 @pytest.mark.parametrize("distance, line, pad", [(64, 64, 64), (128, 64, 128), (8, 64, 64),
                                                   (96, None, 128), (8, None, 8), (256, 128, 256)])
 def test_padding_covers_distance_and_line_as_a_power_of_two(distance, line, pad):
-    assert rules.padding(distance, line) == pad
+    assert figures.padding(distance, line) == pad
 
 
 def test_line_size_comes_from_the_l1_data_cache():
     host = {"caches": [{"level": 2, "type": "Unified", "line_bytes": 128},
                        {"level": 1, "type": "Instruction", "line_bytes": 32},
                        {"level": 1, "type": "Data", "line_bytes": 64}]}
-    assert rules.line_bytes(host) == 64
-    assert rules.line_bytes({"caches": []}) is None and rules.line_bytes({}) is None
+    assert figures.line_bytes(host) == 64
+    assert figures.line_bytes({"caches": []}) is None and figures.line_bytes({}) is None
 
 
 def test_a_healthy_host_passes_with_the_figures():
-    result = rules.judge(make_raw(), HOST_64)
+    result = judge(make_raw(), HOST_64)
     assert result.verdict is Verdict.PASS, messages(result)
     m = result.metrics
     assert m["destructive_distance_bytes"].value == 64 and m["recommended_padding_bytes"].value == 64
@@ -88,48 +89,48 @@ def test_a_healthy_host_passes_with_the_figures():
 
 
 def test_distance_beyond_the_line_warns_to_pad_further():
-    result = rules.judge(make_raw(atomic=[30, 30, 30, 25, 7.4, 7.3]), HOST_64)
+    result = judge(make_raw(atomic=[30, 30, 30, 25, 7.4, 7.3]), HOST_64)
     assert result.verdict is Verdict.WARN
     assert "reaches 128 B, beyond the 64-byte line" in messages(result)
     assert result.metrics["recommended_padding_bytes"].value == 128
 
 
 def test_distance_at_the_widest_spacing_asks_for_a_wider_sweep():
-    result = rules.judge(make_raw(atomic=[30, 30, 30, 30, 30, 7.3]), HOST_64)
+    result = judge(make_raw(atomic=[30, 30, 30, 30, 30, 7.3]), HOST_64)
     assert "--max-spacing 512" in messages(result)
 
 
 def test_unknown_line_size_still_gives_padding():
-    result = rules.judge(make_raw(), {"caches": []})
+    result = judge(make_raw(), {"caches": []})
     assert result.metrics["coherency_line_bytes"].value is None
     assert result.metrics["recommended_padding_bytes"].value == 64
     assert "not reported" in messages(result)
 
 
 def test_padded_counters_that_do_not_scale_warn_and_name_smt_siblings():
-    result = rules.judge(make_raw(atomic=[30, 30, 30, 14, 14, 14], single=(7.0, 0.4), smt=[[0, 1]]), HOST_64)
+    result = judge(make_raw(atomic=[30, 30, 30, 14, 14, 14], single=(7.0, 0.4), smt=[[0, 1]]), HOST_64)
     assert Verdict.WARN in verdicts(result)
     assert "do not scale" in messages(result) and "[[0, 1]]" in " ".join(f.advice for f in result.findings)
     assert result.metrics["scaling_efficiency.atomic"].value == pytest.approx(0.5)
 
 
 def test_no_contention_at_all_warns_that_the_distance_means_nothing():
-    result = rules.judge(make_raw(atomic=[8, 8, 8, 7.5, 7.4, 7.3], true=(8.0, 1.0)), HOST_64)
+    result = judge(make_raw(atomic=[8, 8, 8, 7.5, 7.4, 7.3], true=(8.0, 1.0)), HOST_64)
     assert "no false sharing measured" in messages(result)
 
 
 def test_a_plain_loop_that_skips_memory_warns():
-    assert "unreliable" in messages(rules.judge(make_raw(plain_ok=False), HOST_64))
+    assert "unreliable" in messages(judge(make_raw(plain_ok=False), HOST_64))
 
 
 def test_a_busy_host_warns_that_figures_are_unreliable():
-    result = rules.judge(make_raw(disturbed=2), HOST_64)
+    result = judge(make_raw(disturbed=2), HOST_64)
     assert "other work took these CPUs" in messages(result)
     assert result.metrics["disturbed_runs_fraction"].value == pytest.approx(0.4)
 
 
 def test_tables_per_kind_and_a_symmetric_core_matrix():
-    result = rules.judge(make_raw(), HOST_64)
+    result = judge(make_raw(), HOST_64)
     atomic, plain, cores = result.tables
     assert len(atomic.rows) == len(SPACINGS) + 2 and atomic.rows[-2][0] == "one shared counter"
     assert cores.heat == "row" and cores.columns == ("from \\ to", "0", "1")
@@ -140,20 +141,20 @@ def test_tables_per_kind_and_a_symmetric_core_matrix():
 def test_recorded_hosts_are_judged_with_every_metric(path):
     recording = json.loads(path.read_text())
     raw, host = recording["raw"]["falseshare"], recording["host"]
-    result = rules.judge(raw, host)
+    result = judge(raw, host)
     for kind in ("atomic", "plain"):
         for s in raw["spacings_bytes"]:
             assert f"ns_per_update.{kind}.{s}B" in result.metrics
     distance = result.metrics["destructive_distance_bytes"].value
     assert distance in raw["spacings_bytes"]
-    assert result.metrics["recommended_padding_bytes"].value >= max(distance, rules.line_bytes(host) or 0)
+    assert result.metrics["recommended_padding_bytes"].value >= max(distance, figures.line_bytes(host) or 0)
     pairs = raw["pingpong"]["pairs"]
     assert all(f"core_to_core_ns.{p['a']}.{p['b']}" in result.metrics for p in pairs)
 
 
 def test_busy_kvm_recording_gives_64_bytes_and_says_the_host_was_busy():
     recording = json.loads((DATA / "falseshare_kvm_2cpu_busy.json").read_text())
-    result = rules.judge(recording["raw"]["falseshare"], recording["host"])
+    result = judge(recording["raw"]["falseshare"], recording["host"])
     m = result.metrics
     assert m["destructive_distance_bytes"].value == 64 and m["recommended_padding_bytes"].value == 64
     assert m["slowdown.atomic.8B"].value >= 2  # the done-when: 8 B costs at least twice 256 B
@@ -169,12 +170,12 @@ def test_replay_through_the_cli_exits_1_on_the_busy_warning(capsys):
     assert exit_info.value.code == 1 and report["results"][0]["verdict"] == "warn"
     assert report["results"][0]["metrics"]["destructive_distance_bytes"]["value"] == 64
     jsonschema = pytest.importorskip("jsonschema")
-    jsonschema.validate(report, json.loads((DATA.parent.parent / "docs" / "report.schema.json").read_text()))
+    jsonschema.validate(report, load_schema())
 
 
 def test_quiet_kvm_recording_passes_with_64_byte_padding():
     recording = json.loads((DATA / "falseshare_kvm_2cpu.json").read_text())
-    result = rules.judge(recording["raw"]["falseshare"], recording["host"])
+    result = judge(recording["raw"]["falseshare"], recording["host"])
     m = result.metrics
     assert result.verdict is Verdict.PASS, messages(result)
     assert m["destructive_distance_bytes"].value == 64 and m["recommended_padding_bytes"].value == 64
@@ -190,9 +191,17 @@ def test_many_threads_give_the_metrics_and_two_thread_columns_beside_them():
             for c in raw["cases"] if c["threads"] == 2]
     raw.update(threads=4, thread_counts=[2, 4], cases=two + four + [c for c in raw["cases"] if c["threads"] == 1])
     raw["placement"]["4"] = {"cpus": [0, 1, 2, 3], "smt_shared": [[0, 2]]}
-    result = rules.judge(raw, HOST_64)
+    result = judge(raw, HOST_64)
     assert result.metrics["threads"].value == 4
     assert result.metrics["ns_per_update.atomic.8B"].value == pytest.approx(60.0)
     assert result.tables[0].columns[1:4] == ("ns/update (2 thr)", "min-max (2 thr)", "slowdown (2 thr)")
     assert len(result.tables[0].columns) == 7
     assert "do not scale" in messages(result) and "[[0, 2]]" in " ".join(f.advice for f in result.findings)
+
+
+def test_rules_run_in_their_documented_order():
+    assert [rule.__name__ for rule in rules.RULES] == [
+        "rule_placement", "rule_distance", "rule_contention", "rule_scaling", "rule_plain_check", "rule_busy"]
+    found = rules.findings(make_raw(atomic=[30, 30, 30, 25, 7.4, 7.3], disturbed=2), HOST_64)
+    assert [f.message.split(":")[0] for f in found][:1] == ["placement"]
+    assert "beyond the 64-byte line" in found[1].message and "other work" in found[-1].message

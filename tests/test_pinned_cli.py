@@ -9,11 +9,11 @@ from pathlib import Path
 import jsonschema
 import pytest
 
-from perfprobe import cli, gpu, runner
+from perfprobe import cli, gpu, load_schema, runner
 from perfprobe.probe import GpuUnavailable
 
 DATA = Path(__file__).parent / "data"
-SCHEMA = json.loads((Path(__file__).resolve().parents[1] / "docs" / "report.schema.json").read_text())
+SCHEMA = load_schema()
 
 
 def invoke(argv: list[str], capsys) -> tuple[int, str]:
@@ -25,9 +25,9 @@ def invoke(argv: list[str], capsys) -> tuple[int, str]:
 @pytest.fixture
 def no_gpu(monkeypatch):
     def unavailable():
-        raise GpuUnavailable("cupy is not installed", gpu.CUPY_HINT)
+        raise GpuUnavailable("cupy is not installed", cuda_runtime.CUPY_HINT)
 
-    monkeypatch.setattr(gpu, "load_cupy", unavailable)
+    monkeypatch.setattr(cuda_runtime, "load_cupy", unavailable)
     host = json.loads((DATA / "pinned_h200.json").read_text())["host"]
     monkeypatch.setattr(runner, "_read_host", lambda config: host)
 

@@ -8,10 +8,10 @@ from pathlib import Path
 import jsonschema
 import pytest
 
-from perfprobe import cli
+from perfprobe import cli, load_schema
 
 DATA = Path(__file__).resolve().parent / "data"
-SCHEMA = json.loads((DATA.parents[1] / "docs" / "report.schema.json").read_text())
+SCHEMA = load_schema()
 
 
 def test_two_gpu_quick_run_replays_with_every_device(capsys):

@@ -3,21 +3,20 @@
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import jsonschema
 import pytest
 from rich.console import Console
 
 import fake_probes
-from perfprobe import runner
+from perfprobe import load_schema, runner
 from perfprobe.config import RunConfig
 from perfprobe.model import Curve
 from perfprobe.render.json import report_to_dict, report_to_json
 from perfprobe.render.plot import plot_lines
 from perfprobe.render.table import render_report
 
-SCHEMA = json.loads((Path(__file__).resolve().parents[1] / "docs" / "report.schema.json").read_text())
+SCHEMA = load_schema()
 
 
 @pytest.fixture
