@@ -121,10 +121,10 @@ class Gpu:
     """A usable CUDA GPU (cupy, a driver, a device): unmet is GpuUnavailable (error under --require-gpu)."""
 
     def unmet(self, ctx: ProbeContext) -> ProbeSkipped | None:
-        from perfprobe import gpu
+        from perfprobe.kernels import cuda_runtime
 
         try:
-            gpu.load_cupy()
+            cuda_runtime.load_cupy()
         except GpuUnavailable as exc:
             return exc
         return None

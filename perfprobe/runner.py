@@ -14,6 +14,7 @@ from typing import Any, Mapping, Sequence
 from perfprobe import __version__
 from perfprobe.bind import BindError
 from perfprobe.config import RunConfig, UsageError
+from perfprobe.host.identity import stamped
 from perfprobe.model import Finding, ProbeResult, Report, Verdict
 from perfprobe.probe import GpuUnavailable, Probe, ProbeContext, ProbeSkipped, ProgressFactory
 from perfprobe.process_state import preserved
@@ -40,6 +41,7 @@ def run(names: Sequence[str], config: RunConfig, progress: ProgressFactory = nul
         _check_fsroot(config)
     recording = _load_replay(config) if config.replay else None
     host = recording["host"] if recording else _read_host(config)
+    host = stamped(host, keep_recorded=recording is not None)  # the run's time_utc, in the report
     probes = [load_probe(name) for name in names]
     for probe in probes:  # a knob this host cannot honour is exit 2 before anything runs
         if probe.check_knobs is not None and not config.replay:
@@ -148,9 +150,9 @@ def _devices_for(probes: Sequence[Probe], config: RunConfig,
     if config.device is None:
         return [0]
     try:
-        from perfprobe.gpu import device_count
+        from perfprobe.kernels import cuda_runtime
 
-        count = device_count()
+        count = cuda_runtime.device_count()
     except GpuUnavailable:
         return [0 if config.device == "all" else int(config.device)]  # the probes will skip, with why
     if config.device == "all":

@@ -58,9 +58,11 @@ def test_width_from_sysfs_text(text: str | None, width: int | None) -> None:
 
 
 @given(st.text(max_size=30))
-def test_parsers_never_raise(text: str) -> None:
-    gen_from_speed(text)
-    width_from_text(text)
+def test_parsers_give_a_known_link_or_none(text: str) -> None:
+    gen = gen_from_speed(text)
+    width = width_from_text(text)
+    assert gen is None or link_rate(gen, 1).gen == gen  # a generation link_rate knows
+    assert width is None or (isinstance(width, int) and width > 0)
 
 
 @given(st.integers(1, 6), st.sampled_from([1, 2, 4, 8, 16]))

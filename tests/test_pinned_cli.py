@@ -9,7 +9,8 @@ from pathlib import Path
 import jsonschema
 import pytest
 
-from perfprobe import cli, gpu, load_schema, runner
+from perfprobe import cli, load_schema, runner
+from perfprobe.kernels import cuda_runtime
 from perfprobe.probe import GpuUnavailable
 
 DATA = Path(__file__).parent / "data"

@@ -1,4 +1,4 @@
-"""`pinned.measure` end to end on the CI host with a stand-in for cupy: copies are real memmoves
+"""`pinned` measure end to end on the CI host with a stand-in for cupy: copies are real memmoves
 between real buffers, events read the host clock. This checks the plumbing (buffers, sizes, raw
 layout, freeing, judge on the result), not any figure: figures come from the GPU host's recordings."""
 
@@ -10,11 +10,12 @@ from types import SimpleNamespace
 
 import pytest
 
-from perfprobe import gpu
-from perfprobe.config import Knobs, RunConfig
+from perfprobe.config import Knobs, RunConfig, UsageError
+from perfprobe.kernels import cuda_runtime
 from perfprobe.model import Verdict
 from perfprobe.probe import ProbeContext
 from perfprobe.probes import pinned
+from perfprobe.probes.pinned import measure, plan
 from perfprobe.progress import null_progress
 
 
@@ -109,7 +110,7 @@ class _Device:
 @pytest.fixture
 def runtime(monkeypatch) -> FakeRuntime:
     runtime = FakeRuntime()
-    monkeypatch.setattr(gpu, "load_cupy", lambda: fake_cupy(runtime))
+    monkeypatch.setattr(cuda_runtime, "load_cupy", lambda: fake_cupy(runtime))
     return runtime
 
 
@@ -120,8 +121,8 @@ def context(quick: bool, max_size: int) -> ProbeContext:
 
 @pytest.mark.parametrize("quick", [False, True])
 def test_measure_fills_every_size_frees_everything_and_judges(runtime: FakeRuntime, quick: bool) -> None:
-    raw = pinned.measure(context(quick, 1 << 20))
-    assert raw["sizes_bytes"] == pinned.sweep_sizes(1 << 20, quick)
+    raw = measure.measure(context(quick, 1 << 20))
+    assert raw["sizes_bytes"] == plan.sweep_sizes(1 << 20, plan.PRESETS.pick(quick))
     for mode, directions in (("pageable", ("h2d", "d2h")), ("pinned", ("h2d", "d2h", "bidir"))):
         for direction in directions:
             assert len(raw[mode][direction]) == len(raw["sizes_bytes"])
@@ -144,12 +145,12 @@ def test_measure_frees_everything_when_a_copy_fails(runtime: FakeRuntime, monkey
 
     monkeypatch.setattr(runtime, "memcpyAsync", failing)
     with pytest.raises(RuntimeError, match="cudaErrorLaunchFailure"):
-        pinned.measure(context(False, 1 << 20))
+        measure.measure(context(False, 1 << 20))
     assert not runtime.live
 
 
-def test_size_below_64k_is_a_usage_error(runtime: FakeRuntime) -> None:
-    from perfprobe.config import UsageError
-
+def test_size_below_64k_is_a_usage_error_before_anything_runs() -> None:
+    config = context(False, 1000).config
     with pytest.raises(UsageError, match="64K"):
-        pinned.measure(context(False, 1000))
+        pinned.PROBE.check_knobs(config, {})  # type: ignore[misc]
+    pinned.PROBE.check_knobs(context(False, 64 << 10).config, {})  # type: ignore[misc]

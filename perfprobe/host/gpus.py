@@ -1,4 +1,5 @@
-"""NVIDIA GPUs: live through NVML (optional, imported lazily), in a captured tree through sysfs.
+"""NVIDIA GPUs: live through NVML (perfprobe/kernels/nvml.py, imported lazily), in a captured tree
+through sysfs.
 
 Nothing here raises: no pynvml, no driver or no device gives `gpus = []` and a `gpu_note` saying
 why. A GPU's NUMA node comes from sysfs first (what the kernel routes by), NVML second.
@@ -6,14 +7,13 @@ why. A GPU's NUMA node comes from sysfs first (what the kernel routes by), NVML 
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from typing import Any
 
-from perfprobe.host.pci import PCI_DIR, device_facts, link_facts, local_node, sysfs_address
+from perfprobe.host.pci import PCI_DIR, device_facts, link_facts, local_node
 from perfprobe.host.sysroot import SysRoot
 
 NVIDIA_VENDOR = "0x10de"
 NVIDIA_PROC = "proc/driver/nvidia"
-GPU_HINT = "pip install 'perfprobe[gpu]' (nvidia-ml-py) to read GPU facts"
 
 
 def read_gpus(sr: SysRoot, nodes: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], str | None]:
@@ -77,69 +77,20 @@ def _driver_version(sr: SysRoot) -> str | None:
 
 
 def nvml_gpus(sr: SysRoot, nodes: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], str | None]:
-    """Live GPUs through NVML; never raises."""
-    try:
-        import pynvml
-    except ImportError:
-        return [], f"nvidia-ml-py (pynvml) is not installed; {GPU_HINT}"
-    try:
-        pynvml.nvmlInit()
-    except Exception as exc:
-        return [], f"NVML did not start ({_message(exc)}): no NVIDIA driver on this host"
-    try:
-        driver = _text(_nvml(pynvml.nvmlSystemGetDriverVersion))
-        count = _nvml(pynvml.nvmlDeviceGetCount) or 0
-        found = [_nvml_gpu(pynvml, sr, index, driver, nodes) for index in range(count)]
-    finally:
-        _nvml(pynvml.nvmlShutdown)
-    gpus = [gpu for gpu in found if gpu is not None]
-    if len(gpus) < count:
-        return gpus, f"NVML counts {count} GPUs but {count - len(gpus)} did not answer"
-    return gpus, None if gpus else "NVML reports no GPU"
+    """Live GPUs as NVML lists them (perfprobe/kernels/nvml.py), each placed on its NUMA node by
+    sysfs first (what the kernel routes by), NVML second; never raises."""
+    from perfprobe.kernels import nvml
+
+    listed, note = nvml.list_gpus()
+    return [_placed(sr, gpu, nodes) for gpu in listed], note
 
 
-def _nvml_gpu(pynvml: Any, sr: SysRoot, index: int, driver: str | None,
-              nodes: list[dict[str, Any]]) -> dict[str, Any] | None:
-    handle = _nvml(pynvml.nvmlDeviceGetHandleByIndex, index)
-    if handle is None:
-        return None
-    pci = _nvml(pynvml.nvmlDeviceGetPciInfo, handle)
-    bus_id = sysfs_address(_text(getattr(pci, "busId", None)) or "") if pci else ""
-    memory = _nvml(pynvml.nvmlDeviceGetMemoryInfo, handle)
+def _placed(sr: SysRoot, gpu: dict[str, Any], nodes: list[dict[str, Any]]) -> dict[str, Any]:
+    bus_id = gpu["pci_bus_id"]
     node, source = _sysfs_node(sr, bus_id, nodes) if bus_id else (None, "unknown")
-    if node is None:
-        node = _nvml(getattr(pynvml, "nvmlDeviceGetNumaNodeId", None), handle)
-        node, source = (node, "nvml") if isinstance(node, int) and node >= 0 else (None, "unknown")
-    return {"index": index, "name": _text(_nvml(pynvml.nvmlDeviceGetName, handle)) or f"GPU {index}",
-            "uuid": _text(_nvml(pynvml.nvmlDeviceGetUUID, handle)),
-            "memory_total_bytes": int(memory.total) if memory else None, "pci_bus_id": bus_id,
-            "numa_node": node, "numa_node_source": source, "pcie": _nvml_pcie(pynvml, handle),
-            "driver_version": driver}
-
-
-def _nvml_pcie(pynvml: Any, handle: Any) -> dict[str, int | None]:
-    """Current and max link; max is what this GPU *in this slot* can reach (NVML's "Max")."""
-    return {"gen_current": _nvml(pynvml.nvmlDeviceGetCurrPcieLinkGeneration, handle),
-            "gen_max": _nvml(pynvml.nvmlDeviceGetMaxPcieLinkGeneration, handle),
-            "width_current": _nvml(pynvml.nvmlDeviceGetCurrPcieLinkWidth, handle),
-            "width_max": _nvml(pynvml.nvmlDeviceGetMaxPcieLinkWidth, handle)}
-
-
-def _nvml(function: Callable[..., Any] | None, *args: Any) -> Any:
-    """Call one NVML query; "not supported" and other NVML errors become None."""
-    if function is None:
-        return None
-    try:
-        return function(*args)
-    except Exception:
-        return None
-
-
-def _text(value: Any) -> str | None:
-    if isinstance(value, bytes):
-        value = value.decode(errors="replace")
-    return str(value) if value else None
-
-
-def _message(exc: BaseException) -> str:
-    return str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+    if node is None and gpu["numa_node"] is not None:
+        node, source = gpu["numa_node"], "nvml"
+    return {"index": gpu["index"], "name": gpu["name"], "uuid": gpu["uuid"],
+            "memory_total_bytes": gpu["memory_total_bytes"], "pci_bus_id": bus_id,
+            "numa_node": node, "numa_node_source": source, "pcie": gpu["pcie"],
+            "driver_version": gpu["driver_version"]}

@@ -26,6 +26,14 @@ def device_facts(sr: SysRoot, address: str) -> dict[str, Any]:
             "vendor": sr.read_text(f"{rel}/vendor"), "numa_node": None if node is None or node < 0 else node}
 
 
+def gpu_link(sr: SysRoot, bus_id: str | bytes) -> dict[str, int | None]:
+    """A GPU's link (as link_facts) and its NUMA node, by CUDA's or NVML's bus id; None where absent.
+
+    The GPU probes read it idle and under load; it is the same reading the host facts make."""
+    address = sysfs_address(bus_id)
+    return {**link_facts(sr, address), "numa_node": device_facts(sr, address)["numa_node"]}
+
+
 def link_facts(sr: SysRoot, address: str) -> dict[str, int | None]:
     """PCIe generation and width, current and max, from the device's link files (None if absent)."""
     rel = f"{PCI_DIR}/{address}"
@@ -47,7 +55,11 @@ def local_node(sr: SysRoot, address: str, nodes: list[dict[str, Any]]) -> int | 
     return matches[0] if len(matches) == 1 else None
 
 
-def sysfs_address(bus_id: str) -> str:
-    """NVML's "00000000:3B:00.0" -> sysfs's "0000:3b:00.0"."""
-    domain, _, rest = bus_id.strip().lower().partition(":")
-    return f"{domain[-4:].rjust(4, '0')}:{rest}" if rest else bus_id.lower()
+def sysfs_address(bus_id: str | bytes) -> str:
+    """NVML's "00000000:3B:00.0" (or CUDA's, as bytes) -> sysfs's "0000:3b:00.0"; other text lowered."""
+    text = (bus_id.decode(errors="replace") if isinstance(bus_id, bytes) else str(bus_id)).strip().lower()
+    domain, _, rest = text.partition(":")
+    if not rest:
+        return text
+    is_hex = bool(domain) and all(c in "0123456789abcdef" for c in domain)
+    return f"{int(domain, 16):04x}:{rest}" if is_hex else text

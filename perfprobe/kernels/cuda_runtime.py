@@ -1,8 +1,9 @@
-"""Shared GPU plumbing for the GPU probes: load cupy lazily, choose the device, size allocations.
+"""The CUDA runtime as the GPU probes see it through cupy: load it, count devices, read properties.
 
-No cupy, no driver, or no device is a `GpuUnavailable` (skip, or error under --require-gpu); a cupy
-that is installed but fails to import for another reason is a real error, as pytest's importorskip
-draws the line.
+The one module outside the probes' measure.py that imports cupy (ruff TID251): the runner's device
+expansion and the `Gpu()` requirement call `load_cupy` / `device_count` here. No cupy, no driver, or
+no device is a `GpuUnavailable` (skip, or error under --require-gpu); a cupy that is installed but
+fails to import for another reason is a real error, as pytest's importorskip draws the line.
 """
 
 from __future__ import annotations
@@ -28,7 +29,8 @@ def load_cupy() -> ModuleType:
                              "install the NVIDIA driver, or run on a GPU host") from exc
     if count < 1:
         raise GpuUnavailable("no CUDA device is visible", "check CUDA_VISIBLE_DEVICES")
-    return cupy
+    module: ModuleType = cupy
+    return module
 
 
 def device_count() -> int:
@@ -36,10 +38,15 @@ def device_count() -> int:
     return int(load_cupy().cuda.runtime.getDeviceCount())
 
 
-def device_memory_budget(cupy: ModuleType, fraction: float = 0.5) -> int:
-    """Bytes a probe may take on the current device: a fraction of what is free now."""
+def free_memory_bytes(cupy: ModuleType) -> int:
+    """Bytes free on the current device now (cudaMemGetInfo); budgets are fractions of it."""
     free, _total = cupy.cuda.runtime.memGetInfo()
-    return int(free * fraction)
+    return int(free)
+
+
+def pci_bus_id(cupy: ModuleType, device: int) -> str:
+    """The device's PCI bus id as CUDA spells it (matched to NVML and sysfs by the callers)."""
+    return str(cupy.cuda.runtime.deviceGetPCIBusId(device))
 
 
 def device_properties(cupy: ModuleType, device: int) -> dict[str, Any]:

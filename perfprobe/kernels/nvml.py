@@ -1,53 +1,67 @@
-"""The GPU's state as NVML and sysfs report it: PCIe link, performance state, clocks, NUMA node.
+"""NVML, the one place it is called: the GPUs' list for the host facts and one GPU's state for pinned.
 
 Read-only: nothing here changes a setting. Every query that the driver, the GPU or the host cannot
 answer comes back as None instead of raising, so a missing NVML (no nvidia-ml-py, a container
-without libnvidia-ml) costs figures, not the probe. The sysfs reading is the fallback for the link
-and the only source for the GPU's NUMA node.
+without libnvidia-ml) costs figures, not the run. sysfs (the PCIe link files, the NUMA node) is
+read by perfprobe/host/pci.py through the root-aware SysRoot, never here.
 """
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any, Callable
 
-from perfprobe.pcie import gen_from_speed, width_from_text
+from perfprobe.host.pci import sysfs_address
 
-SYSFS_PCI = Path("/sys/bus/pci/devices")
+GPU_HINT = "pip install 'perfprobe[gpu]' (nvidia-ml-py) to read GPU facts"
 NVML_CLOCK_SM, NVML_CLOCK_MEM = 1, 2
 
 
-def normalize_bus_id(bus_id: str | bytes) -> str:
-    """'00000000:3B:00.0' / b'0000:3b:00.0' -> '0000:3b:00.0' (sysfs' spelling)."""
-    text = bus_id.decode() if isinstance(bus_id, bytes) else str(bus_id)
-    text = text.strip().lower()
-    domain, _, rest = text.partition(":")
-    if not rest:
-        return text
-    is_hex = bool(domain) and all(c in "0123456789abcdef" for c in domain)
-    return f"{int(domain, 16):04x}:{rest}" if is_hex else text
+def list_gpus() -> tuple[list[dict[str, Any]], str | None]:
+    """(every GPU as NVML reports it, a note when some or all could not be read); never raises.
+
+    Each GPU: index, name, uuid, memory_total_bytes, pci_bus_id (sysfs spelling), numa_node (NVML's,
+    None when unknown), pcie (current and max link) and driver_version."""
+    try:
+        import pynvml
+    except ImportError:
+        return [], f"nvidia-ml-py (pynvml) is not installed; {GPU_HINT}"
+    try:
+        pynvml.nvmlInit()
+    except Exception as exc:
+        return [], f"NVML did not start ({_message(exc)}): no NVIDIA driver on this host"
+    try:
+        driver = _text(_call(pynvml.nvmlSystemGetDriverVersion))
+        count = _call(pynvml.nvmlDeviceGetCount) or 0
+        found = [_gpu(pynvml, index, driver) for index in range(count)]
+    finally:
+        _call(pynvml.nvmlShutdown)
+    gpus = [gpu for gpu in found if gpu is not None]
+    if len(gpus) < count:
+        return gpus, f"NVML counts {count} GPUs but {count - len(gpus)} did not answer"
+    return gpus, None if gpus else "NVML reports no GPU"
 
 
-def sysfs_link(bus_id: str, root: Path = SYSFS_PCI) -> dict[str, Any]:
-    """Link generation and width (current, max) and the NUMA node from sysfs; None where absent."""
-    folder = root / normalize_bus_id(bus_id)
+def _gpu(pynvml: Any, index: int, driver: str | None) -> dict[str, Any] | None:
+    handle = _call(pynvml.nvmlDeviceGetHandleByIndex, index)
+    if handle is None:
+        return None
+    pci = _call(pynvml.nvmlDeviceGetPciInfo, handle)
+    memory = _call(pynvml.nvmlDeviceGetMemoryInfo, handle)
+    node = _call(getattr(pynvml, "nvmlDeviceGetNumaNodeId", None), handle)
+    return {"index": index, "name": _text(_call(pynvml.nvmlDeviceGetName, handle)) or f"GPU {index}",
+            "uuid": _text(_call(pynvml.nvmlDeviceGetUUID, handle)),
+            "memory_total_bytes": int(memory.total) if memory else None,
+            "pci_bus_id": sysfs_address(_text(getattr(pci, "busId", None)) or "") if pci else "",
+            "numa_node": node if isinstance(node, int) and node >= 0 else None,
+            "pcie": _pcie(pynvml, handle), "driver_version": driver}
 
-    def read(name: str) -> str | None:
-        try:
-            return (folder / name).read_text().strip()
-        except OSError:
-            return None
 
-    node_text = read("numa_node")
-    digits = (node_text or "").lstrip("-")
-    node = int(node_text) if node_text and digits.isascii() and digits.isdigit() else None
-    return {
-        "gen_current": gen_from_speed(read("current_link_speed")),
-        "gen_max": gen_from_speed(read("max_link_speed")),
-        "width_current": width_from_text(read("current_link_width")),
-        "width_max": width_from_text(read("max_link_width")),
-        "numa_node": node if node is not None and node >= 0 else None,
-    }
+def _pcie(pynvml: Any, handle: Any) -> dict[str, int | None]:
+    """Current and max link; max is what this GPU *in this slot* can reach (NVML's "Max")."""
+    return {"gen_current": _call(pynvml.nvmlDeviceGetCurrPcieLinkGeneration, handle),
+            "gen_max": _call(pynvml.nvmlDeviceGetMaxPcieLinkGeneration, handle),
+            "width_current": _call(pynvml.nvmlDeviceGetCurrPcieLinkWidth, handle),
+            "width_max": _call(pynvml.nvmlDeviceGetMaxPcieLinkWidth, handle)}
 
 
 class Nvml:
@@ -62,7 +76,7 @@ class Nvml:
 
             pynvml.nvmlInit()
             self._nvml = pynvml
-            self._handle = self._find(normalize_bus_id(bus_id))
+            self._handle = self._find(sysfs_address(bus_id))
         except Exception as exc:  # ImportError, NVMLError: no NVML here, the figures stay None
             self.error = f"NVML unavailable: {type(exc).__name__}: {exc}"
 
@@ -70,29 +84,19 @@ class Nvml:
         nvml = self._nvml
         for index in range(nvml.nvmlDeviceGetCount()):
             handle = nvml.nvmlDeviceGetHandleByIndex(index)
-            if normalize_bus_id(nvml.nvmlDeviceGetPciInfo(handle).busId) == bus_id:
+            if sysfs_address(nvml.nvmlDeviceGetPciInfo(handle).busId) == bus_id:
                 return handle
         raise LookupError(f"no NVML device with PCI bus id {bus_id}")
 
     def _ask(self, name: str, *args: Any) -> Any:
         if self._handle is None:
             return None
-        func: Callable[..., Any] | None = getattr(self._nvml, name, None)
-        if func is None:
-            return None
-        try:
-            return func(self._handle, *args)
-        except Exception:  # NVMLError_NotSupported and kin: this GPU cannot say
-            return None
+        return _call(getattr(self._nvml, name, None), self._handle, *args)
 
     def driver_version(self) -> str | None:
         if self._nvml is None:
             return None
-        try:
-            version = self._nvml.nvmlSystemGetDriverVersion()
-        except Exception:
-            return None
-        return version.decode() if isinstance(version, bytes) else str(version)
+        return _text(_call(self._nvml.nvmlSystemGetDriverVersion))
 
     def link(self) -> dict[str, Any]:
         """Current and maximum link (max: what this GPU in this slot can train to)."""
@@ -120,8 +124,25 @@ class Nvml:
 
     def close(self) -> None:
         if self._nvml is not None:
-            try:
-                self._nvml.nvmlShutdown()
-            except Exception:
-                pass
+            _call(self._nvml.nvmlShutdown)
             self._nvml = self._handle = None
+
+
+def _call(function: Callable[..., Any] | None, *args: Any) -> Any:
+    """Call one NVML query; "not supported" and other NVML errors become None."""
+    if function is None:
+        return None
+    try:
+        return function(*args)
+    except Exception:  # NVMLError_NotSupported and kin: this GPU cannot say
+        return None
+
+
+def _text(value: Any) -> str | None:
+    if isinstance(value, bytes):
+        value = value.decode(errors="replace")
+    return str(value) if value else None
+
+
+def _message(exc: BaseException) -> str:
+    return str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__

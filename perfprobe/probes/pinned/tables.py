@@ -1,16 +1,78 @@
-"""The tables `perfprobe pinned` shows: plain data built from recorded numbers, no judgement."""
+"""What `perfprobe pinned` shows: metrics, tables, curves, summary and facts, no judgement."""
 
 from __future__ import annotations
 
 from typing import Any, Mapping
 
-from perfprobe.model import Cell, Table
-from perfprobe.pcie import link_rate_or_none
+from perfprobe.host.facts import Facts
+from perfprobe.model import Cell, Curve, Metric, Table
+from perfprobe.probes.pinned.figures import (Links, Raw, enqueue_ratio, gbs, judged_rate, largest_bytes,
+                                             largest_index, link_readings, rate_of)
 from perfprobe.units import format_bytes
 
 
-def tables(raw: Mapping[str, Any], links: Mapping[str, Any], index: int) -> tuple[Table, ...]:
-    return (bandwidth_table(raw), enqueue_table(raw, index), link_table(links),
+def summary(raw: Raw, host: Facts) -> str:
+    index = largest_index(raw)
+    h2d, d2h = gbs(raw, "pinned", "h2d", index), gbs(raw, "pinned", "d2h", index)
+    return (f"pinned {format_bytes(largest_bytes(raw))}: H2D {h2d:.1f}, D2H {d2h:.1f}, both "
+            f"{gbs(raw, 'pinned', 'bidir', index):.1f} GB/s{_share(raw, host)}; pageable "
+            f"{gbs(raw, 'pageable', 'h2d', index):.1f} / {gbs(raw, 'pageable', 'd2h', index):.1f} GB/s")
+
+
+def key_figure(raw: Raw, host: Facts) -> str:
+    index = largest_index(raw)
+    h2d, d2h = gbs(raw, "pinned", "h2d", index), gbs(raw, "pinned", "d2h", index)
+    return f"{h2d:.1f}/{d2h:.1f} GB/s{_share(raw, host)}"
+
+
+def _share(raw: Raw, host: Facts) -> str:
+    rate = judged_rate(link_readings(raw, host))
+    index = largest_index(raw)
+    worst = min(gbs(raw, "pinned", "h2d", index), gbs(raw, "pinned", "d2h", index))
+    return f" ({worst / rate.gbs_per_direction:.0%} of {rate.label})" if rate else ""
+
+
+def metrics(raw: Raw, host: Facts) -> dict[str, Metric]:
+    index = largest_index(raw)
+    rate = judged_rate(link_readings(raw, host))
+    out = {f"{mode}.{d}_gbs": Metric(round(gbs(raw, mode, d, index), 2), "GB/s")
+           for mode in ("pinned", "pageable") for d in ("h2d", "d2h")}
+    out["pinned.bidir_gbs"] = Metric(round(gbs(raw, "pinned", "bidir", index), 2), "GB/s")
+    out["copy_bytes"] = Metric(largest_bytes(raw), "bytes")
+    if rate:
+        out["link.rate_gbs"] = Metric(round(rate.gbs_per_direction, 2), "GB/s")
+        for d in ("h2d", "d2h"):
+            out[f"link.fraction_{d}"] = Metric(round(gbs(raw, "pinned", d, index) / rate.gbs_per_direction, 3), "ratio")
+    for key in ("alloc_ms_per_gib", "register_ms_per_gib"):
+        out[f"pinning.{key}"] = Metric(round(float(raw["pinning_cost"][key]["median"]), 1), "ms/GiB")
+    for mode in ("pageable", "pinned"):
+        out[f"enqueue.{mode}_h2d_host_over_device"] = Metric(round(enqueue_ratio(raw, mode, "h2d", index), 3), "ratio")
+    return out
+
+
+def curves(raw: Raw) -> tuple[Curve, ...]:
+    return tuple(_curve(raw, mode) for mode in ("pinned", "pageable"))
+
+
+def _curve(raw: Raw, mode: str) -> Curve:
+    points = tuple((float(s), float(e["gbs"]["median"])) for s, e in zip(raw["sizes_bytes"], raw[mode]["h2d"]))
+    return Curve(title=f"{mode} H2D bandwidth by copy size", x_label="bytes", y_label="GB/s", points=points)
+
+
+def facts(raw: Raw, host: Facts) -> dict[str, Any]:
+    device = raw.get("device") or {}
+    links = link_readings(raw, host)
+    rate = judged_rate(links)
+    return {"gpu": device.get("name"), "pci_bus_id": device.get("pci_bus_id"),
+            "driver_version": device.get("driver_version"),
+            "link": {k: (f"Gen{v[0]} x{v[1]}" if v else None) for k, v in links.items()},
+            "link_rate_gbs": rate.gbs_per_direction if rate else None,
+            "numa": raw.get("numa"), "bind": raw.get("bind")}
+
+
+def tables(raw: Raw, host: Facts) -> tuple[Table, ...]:
+    index = largest_index(raw)
+    return (bandwidth_table(raw), enqueue_table(raw, index), link_table(link_readings(raw, host)),
             pinning_table(raw), state_table(raw))
 
 
@@ -19,8 +81,8 @@ def _spread(entry: Mapping[str, Any]) -> str:
     return f"{g['median']:.2f} [{g['min']:.2f}-{g['max']:.2f}]"
 
 
-def bandwidth_table(raw: Mapping[str, Any]) -> Table:
-    rows = []
+def bandwidth_table(raw: Raw) -> Table:
+    rows: list[tuple[Cell, ...]] = []
     for i, size in enumerate(raw["sizes_bytes"]):
         rows.append((format_bytes(size), _spread(raw["pageable"]["h2d"][i]), _spread(raw["pageable"]["d2h"][i]),
                      _spread(raw["pinned"]["h2d"][i]), _spread(raw["pinned"]["d2h"][i]),
@@ -30,31 +92,30 @@ def bandwidth_table(raw: Mapping[str, Any]) -> Table:
                  tuple(rows))
 
 
-def enqueue_table(raw: Mapping[str, Any], index: int) -> Table:
+def enqueue_table(raw: Raw, index: int) -> Table:
     rows: list[tuple[Cell, ...]] = []
     for mode in ("pageable", "pinned"):
         for direction in ("h2d", "d2h"):
             entry = raw[mode][direction][index]
-            host_us = entry["host_enqueue_us"]["median"]
-            device_us = entry["device_ms"]["median"] * 1e3
+            host_us = float(entry["host_enqueue_us"]["median"])
+            device_us = float(entry["device_ms"]["median"]) * 1e3
             rows.append((f"{mode} {direction.upper()}", round(host_us, 1), round(device_us, 1),
                          f"{host_us / device_us:.0%}"))
     title = f"cudaMemcpyAsync of {format_bytes(raw['sizes_bytes'][index])}: host time in the call vs copy time"
     return Table(title, ("copy", "host µs in call", "device µs", "host held"), tuple(rows))
 
 
-def link_table(links: Mapping[str, Any]) -> Table:
+def link_table(links: Links) -> Table:
     rows: list[tuple[Cell, ...]] = []
-    for label, key in (("idle (before)", "idle"), ("under load", "load"), ("maximum", "max")):
-        pair = links.get(key)
-        rate = link_rate_or_none(*pair) if pair else None
+    for label, pair in (("idle (before)", links["idle"]), ("under load", links["load"]), ("maximum", links["max"])):
+        rate = rate_of(pair)
         rows.append((label, f"Gen{pair[0]}" if pair else "unknown", f"x{pair[1]}" if pair else "unknown",
                      rate.encoding if rate else None, round(rate.gbs_per_direction, 2) if rate else None))
     return Table("PCIe link (NVML; sysfs as fallback)",
                  ("reading", "generation", "width", "encoding", "GB/s per direction"), tuple(rows))
 
 
-def pinning_table(raw: Mapping[str, Any]) -> Table:
+def pinning_table(raw: Raw) -> Table:
     cost = raw["pinning_cost"]
     rows = tuple((label, f"{cost[key]['median']:.1f} [{cost[key]['min']:.1f}-{cost[key]['max']:.1f}]")
                  for label, key in (("cudaHostAlloc", "alloc_ms_per_gib"), ("cudaFreeHost", "free_ms_per_gib"),
@@ -64,7 +125,7 @@ def pinning_table(raw: Mapping[str, Any]) -> Table:
                  ("call", "ms/GiB median (min-max)"), rows)
 
 
-def state_table(raw: Mapping[str, Any]) -> Table:
+def state_table(raw: Raw) -> Table:
     rows: list[tuple[Cell, ...]] = []
     for label, key in (("before", "state_before"), ("under load", "state_under_load"), ("after", "state_after")):
         state = raw.get(key) or {}

@@ -1,0 +1,29 @@
+"""`perfprobe pinned`: host-GPU copies from pageable and pinned memory, measured against the link.
+
+measure.py sweeps copy sizes (64 KiB up to --size) in both directions from a plain numpy buffer
+and from a cudaHostAlloc buffer, both directions at once from pinned memory, the host time of each
+enqueue call, the cost of page-locking, the PCIe link (idle and under load) and where the buffers'
+pages live. judge() is pure: rules.py's findings and tables.py's figures, both read from figures.py.
+"""
+
+from __future__ import annotations
+
+from perfprobe.host.facts import Facts
+from perfprobe.model import Assessment
+from perfprobe.probe import Gpu, Probe
+from perfprobe.probes.pinned import rules, tables
+from perfprobe.probes.pinned.figures import Raw
+from perfprobe.probes.pinned.plan import check_knobs
+
+
+def judge(raw: Raw, host: Facts) -> Assessment:
+    """The recorded numbers and host facts → findings, metrics, tables and curves."""
+    return Assessment(summary=tables.summary(raw, host), metrics=tables.metrics(raw, host),
+                      findings=tuple(rules.findings(raw, host)), tables=tables.tables(raw, host),
+                      curves=tables.curves(raw), facts=tables.facts(raw, host),
+                      key_figure=tables.key_figure(raw, host))
+
+
+PROBE = Probe(name="pinned", title="Host-GPU copies: pageable vs pinned, against the PCIe link",
+              judge=judge, measure_module="perfprobe.probes.pinned.measure", requires=(Gpu(),),
+              check_knobs=check_knobs)
