@@ -26,12 +26,14 @@ import numpy as np
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from perfprobe.bind import usable_cpus  # noqa: E402
+from perfprobe.budget import host_memory_budget  # noqa: E402
+from perfprobe.config import Knobs  # noqa: E402
 from perfprobe.host import read_host_facts  # noqa: E402
-from perfprobe.probes import cache_measure as m  # noqa: E402
-from perfprobe.probes.cache_curve import Level  # noqa: E402
-from perfprobe.probes.cache_memory import page_buffer  # noqa: E402
-from perfprobe.probes.cache_plan import (data_caches, level_working_sets, make_plan,  # noqa: E402
-                                         sharers, usable_threads)
+from perfprobe.probes.cache import timing as m  # noqa: E402
+from perfprobe.probes.cache.buffers import page_buffer  # noqa: E402
+from perfprobe.probes.cache.curve import Level  # noqa: E402
+from perfprobe.probes.cache.plan import PRESETS, data_caches, level_working_sets, make_plan, sharers  # noqa: E402
 from perfprobe.units import format_bytes  # noqa: E402
 
 BUILD = ROOT / "bench" / "build"
@@ -84,7 +86,7 @@ def targets(host: dict, threads: int) -> tuple[dict, Any]:
     """Working sets per level from the reported cache sizes (a noisy curve must not move them):
     inside L1 and L2 as the probe picks them, L3 at 2-4x L2 (inside the share of L3 even a
     crowded VM gets), DRAM at 4x the reported LLC."""
-    plan = make_plan(host, {}, quick=False, threads=threads)
+    plan = make_plan(host, Knobs(), PRESETS.full, threads, host_memory_budget(host))
     caches = data_caches(host)
     ends = [int(c["size_bytes"]) for c in caches]
     if len(ends) >= 3:
@@ -99,11 +101,12 @@ def main() -> int:
     exe = build()
     if exe is None:
         return 0
-    from perfprobe.kernels import cache_kernels as k
     import numba
 
+    from perfprobe.kernels import cache_kernels as k
+
     host = read_host_facts()
-    threads = min(usable_threads(host), numba.config.NUMBA_NUM_THREADS)
+    threads = min(max(1, len(usable_cpus(host))), numba.config.NUMBA_NUM_THREADS)
     numba.set_num_threads(threads)
     huge = (host.get("thp") or {}).get("enabled") in ("always", "madvise")
     started = time.perf_counter()
@@ -112,16 +115,18 @@ def main() -> int:
     rows = []
     for name, (one, each) in sets.items():
         with page_buffer(one, huge, np.uint64) as buf:
-            figures = alternate(
-                lambda: {"ns": c_run(exe, "chase", one, plan.line_bytes, int(huge), REPEATS, RUN_MS)},
-                lambda: {"ns": m.random_chase_ns(k, buf, one, plan.line_bytes, timing)}, "ns", min)
+            figures = alternate(  # each side is called inside alternate(), in this iteration
+                lambda one=one: {"ns": c_run(exe, "chase", one, plan.line_bytes, int(huge), REPEATS, RUN_MS)},
+                lambda one=one, buf=buf: {"ns": m.random_chase_ns(k, buf, one, plan.line_bytes, timing)},
+                "ns", min)
             buf = None
         rows.append((name, "latency ns", format_bytes(one), *figures))
         for kind, fn in (("read", m.read_rates), ("triad", m.triad_rates)):
             for t in ("1t", "all"):
                 size = format_bytes(one) if t == "1t" else f"{threads}x {format_bytes(each)}"
-                figures = alternate(lambda: c_run(exe, kind, one, each, threads, REPEATS, RUN_MS),
-                                    lambda: fn(k, one, each, threads, timing), t, max)
+                figures = alternate(
+                    lambda kind=kind, one=one, each=each: c_run(exe, kind, one, each, threads, REPEATS, RUN_MS),
+                    lambda fn=fn, one=one, each=each: fn(k, one, each, threads, timing), t, max)
                 rows.append((name, f"{kind} GB/s {t}", size, *figures))
     return report(rows, host, threads, time.perf_counter() - started)
 

@@ -10,8 +10,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from perfprobe.probes.cache_curve import (curve_sizes, find_plateaus, read_fetch_unit, read_levels,
-                                          read_line)
+from perfprobe.probes.cache.curve import curve_sizes, find_plateaus, read_fetch_unit, read_levels, read_line
 
 DATA = Path(__file__).parent / "data"
 OFFSETS = [8, 16, 32, 64, 128, 256, 512]

@@ -1,50 +1,86 @@
-"""What the cache probe plans to measure: sizes from the host's caches, the memory cap, knobs."""
+"""What the cache probe plans to measure: sizes from the host's caches, the memory budget, knobs
+and the two presets."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
-from perfprobe.config import Knobs
-from perfprobe.probes.cache_curve import Level
-from perfprobe.probes.cache_memory import _huge_fraction_in, page_buffer
-from perfprobe.probes.cache_plan import level_working_sets, make_plan, memory_cap, sharers
+from perfprobe.budget import MemoryBudget
+from perfprobe.config import Knobs, RunConfig
+from perfprobe.probes.cache.buffers import _huge_fraction_in, page_buffer
+from perfprobe.probes.cache.curve import Level
+from perfprobe.probes.cache.plan import (
+    PRESETS,
+    Plan,
+    bandwidth_targets,
+    level_working_sets,
+    make_plan,
+    sharers,
+    too_little_memory,
+)
 
 KVM = {"caches": [{"level": 1, "type": "Data", "size_bytes": 48 << 10, "line_bytes": 64},
                   {"level": 1, "type": "Instruction", "size_bytes": 32 << 10, "line_bytes": 64},
                   {"level": 2, "type": "Unified", "size_bytes": 2 << 20, "line_bytes": 64},
                   {"level": 3, "type": "Unified", "size_bytes": 300 << 20, "line_bytes": 64}],
        "memory": {"total_bytes": 24 << 30, "available_bytes": 23 << 30}}
+PLENTY = MemoryBudget(23 << 28, "a quarter of the host's available memory")
+FULL, QUICK = PRESETS.full, PRESETS.quick
+
+
+def plan(host: dict = KVM, knobs: Knobs = Knobs(), quick: bool = False, threads: int = 2,
+         budget: MemoryBudget = PLENTY) -> Plan:
+    return make_plan(host, knobs, RunConfig(quick=quick).preset(PRESETS), threads, budget)
 
 
 def test_default_goes_to_four_times_the_llc_and_quick_to_twice() -> None:
-    plan = make_plan(KVM, Knobs(), quick=False, threads=2)
-    assert plan.max_bytes == 1200 << 20 and plan.limited_by == "4x LLC"
-    assert plan.line_bytes == 64 and plan.l1_bytes == 48 << 10 and plan.per_doubling == 4
-    assert make_plan(KVM, Knobs(), quick=True, threads=2).max_bytes == 600 << 20
+    full = plan()
+    assert full.max_bytes == 1200 << 20 and full.limited_by == "4x LLC"
+    assert full.line_bytes == 64 and full.l1_bytes == 48 << 10 and full.per_doubling == 4
+    assert plan(quick=True).max_bytes == 600 << 20 and plan(quick=True).limited_by == "2x LLC"
 
 
-def test_quick_is_coarser_and_repeats_less() -> None:
-    quick, full = make_plan(KVM, Knobs(), True, 2), make_plan(KVM, Knobs(), False, 2)
+def test_quick_is_coarser_repeats_less_and_skips_the_page_comparison() -> None:
+    quick, full = plan(quick=True), plan()
     assert quick.per_doubling < full.per_doubling and quick.repeats < full.repeats
+    assert (quick.repeats, full.repeats, quick.run_s, full.run_s) == (3, 5, 0.002, 0.004)
+    assert full.compare_pages and not quick.compare_pages
 
 
 def test_options_override_size_and_repeats() -> None:
-    plan = make_plan(KVM, Knobs(max_size=1 << 20, repeats=9), quick=True, threads=2)
-    assert plan.max_bytes == 1 << 20 and plan.limited_by == "--max-size" and plan.repeats == 9
+    capped = plan(knobs=Knobs(max_size=1 << 20, repeats=9), quick=True)
+    assert capped.max_bytes == 1 << 20 and capped.limited_by == "--max-size" and capped.repeats == 9
 
 
-def test_never_more_than_a_quarter_of_available_memory() -> None:
-    small = {**KVM, "memory": {"total_bytes": 4 << 30, "available_bytes": 2 << 30}}
-    plan = make_plan(small, Knobs(), quick=False, threads=2)
-    assert plan.max_bytes == 512 << 20 and plan.limited_by == "memory"
-    assert memory_cap(small) == 512 << 20
-    assert make_plan(small, Knobs(max_size=4 << 30), False, 2).max_bytes == 512 << 20
+def test_never_more_than_the_budget_and_the_cap_names_its_basis() -> None:
+    budget = MemoryBudget(512 << 20, "a quarter of NUMA node 1's free memory")
+    capped = plan(budget=budget)
+    assert capped.max_bytes == 512 << 20 and capped.limited_by == "memory"
+    assert capped.cap_bytes == 512 << 20 and capped.cap_basis == budget.basis
+    assert capped.as_raw()["cap_basis"] == budget.basis
+    assert plan(knobs=Knobs(max_size=4 << 30), budget=budget).max_bytes == 512 << 20
+    assert not too_little_memory(capped)
+
+
+def test_a_budget_below_the_smallest_curve_is_too_little() -> None:
+    assert too_little_memory(plan(budget=MemoryBudget(16 << 10, "a quarter of the host's available memory")))
+
+
+def test_an_unreadable_budget_caps_nothing() -> None:
+    free = plan(budget=MemoryBudget(0, "a quarter of the host's available memory"))
+    assert free.cap_bytes is None and free.cap_basis is None and free.limited_by == "4x LLC"
 
 
 def test_no_reported_caches_falls_back_to_a_default_llc() -> None:
-    plan = make_plan({"memory": {}}, Knobs(), quick=True, threads=1)
-    assert plan.max_bytes == 64 << 20 and not plan.llc_reported and plan.cap_bytes is None
+    fallback = plan(host={"memory": {}}, quick=True, threads=1)
+    assert fallback.max_bytes == 64 << 20 and not fallback.llc_reported
+
+
+def test_dram_is_measured_over_the_largest_set() -> None:
+    levels = [Level("L1", 2.3, 48 << 10), Level("L2", 6.5, 2 << 20), Level("DRAM", 150, None)]
+    targets = bandwidth_targets(levels, KVM, plan())
+    assert targets["DRAM"] == (1200 << 20, 600 << 20) and list(targets) == ["L1", "L2", "DRAM"]
 
 
 def test_working_sets_sit_inside_each_level() -> None:

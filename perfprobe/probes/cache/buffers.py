@@ -27,7 +27,8 @@ def page_buffer(n_bytes: int, huge: bool, dtype: type = np.int64) -> Iterator[np
     """
     n_bytes = -(-n_bytes // mmap.PAGESIZE) * mmap.PAGESIZE
     mapping = mmap.mmap(-1, n_bytes + HUGE_ALIGN, flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS)
-    raw = view = None
+    raw: np.ndarray | None = None
+    view: np.ndarray | None = None
     try:
         advice = getattr(mmap, "MADV_HUGEPAGE" if huge else "MADV_NOHUGEPAGE", None)
         if advice is not None:

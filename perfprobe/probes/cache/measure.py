@@ -1,28 +1,37 @@
-"""`perfprobe cache`: the memory hierarchy of this host — latency curve, levels, bandwidth, line
-size, what the prefetcher buys, what huge pages buy.
+"""`perfprobe cache` measurement: plan, then time the numba kernels, and return the raw numbers.
 
-measure() plans sizes from the host facts (cache_plan), times numba kernels (cache_measure) on
-page-aligned buffers (cache_memory) and returns plain numbers; judge (cache_rules) reads levels off
-the curve (cache_curve) and says what they mean. Only measure() imports the kernels.
+The only module of the probe that imports numba or the kernels (both inside `measure`, so importing
+this module costs nothing). The shape of what it returns is figures.CacheRaw (docs/probes/cache.md).
 """
 
 from __future__ import annotations
 
 import time
+from functools import partial
 from types import ModuleType
-from typing import Any
+from typing import Any, Callable
 
 import numpy as np
 
-from perfprobe.probe import Probe, ProbeContext, ProbeSkipped
-from perfprobe.probes import cache_measure as m
-from perfprobe.probes.cache_background import BackgroundMeter
-from perfprobe.probes.cache_curve import curve_sizes, read_levels
-from perfprobe.probes.cache_memory import huge_fraction, page_buffer
-from perfprobe.probes.cache_plan import (PAIR_BLOCK, PAIR_OFFSETS, Plan, data_caches,
-                                         level_working_sets, make_plan, reaches_dram, sharers,
-                                         usable_threads)
-from perfprobe.probes.cache_rules import judge
+from perfprobe.bind import usable_cpus
+from perfprobe.budget import host_memory_budget
+from perfprobe.probe import ProbeContext, ProbeSkipped
+from perfprobe.probes.cache import timing as m
+from perfprobe.probes.cache.background import BackgroundMeter
+from perfprobe.probes.cache.buffers import huge_fraction, page_buffer
+from perfprobe.probes.cache.curve import curve_sizes, read_levels
+from perfprobe.probes.cache.figures import KINDS, implausible_all
+from perfprobe.probes.cache.plan import (
+    PAIR_BLOCK,
+    PAIR_OFFSETS,
+    PRESETS,
+    Plan,
+    bandwidth_targets,
+    data_caches,
+    make_plan,
+    reaches_dram,
+    too_little_memory,
+)
 from perfprobe.units import format_bytes
 
 
@@ -30,24 +39,25 @@ def measure(ctx: ProbeContext) -> dict[str, Any]:
     """Run every cache measurement and return the raw numbers (see docs/probes/cache.md)."""
     from perfprobe.kernels import cache_kernels as k
 
-    threads = _set_threads(usable_threads(ctx.host))
-    plan = make_plan(ctx.host, ctx.config.options, ctx.quick, threads)
-    if plan.cap_bytes is not None and plan.cap_bytes < plan.max_bytes:
-        raise ProbeSkipped(f"only {format_bytes(plan.cap_bytes)} may be used (a quarter of available "
-                           "memory), too little to measure", "free some memory and run again")
+    threads = _set_threads(max(1, len(usable_cpus(ctx.host))))
+    plan = make_plan(ctx.host, ctx.config.options, ctx.config.preset(PRESETS), threads,
+                     host_memory_budget(ctx.host, ctx.config.bind))
+    if too_little_memory(plan):
+        raise ProbeSkipped(f"only {format_bytes(plan.cap_bytes or 0)} may be used ({plan.cap_basis}), "
+                           "too little to measure", "free some memory and run again")
     timing = m.Timing(plan.run_s, plan.repeats)
     thp = (ctx.host.get("thp") or {}).get("enabled")  # the runner read it once, with the host facts
     huge = thp in ("always", "madvise")
-    raw: dict[str, Any] = {"plan": _plan_dict(plan), "thp": thp, "curve_pages": "2M" if huge else "4K"}
+    raw: dict[str, Any] = {"plan": plan.as_raw(), "thp": thp, "curve_pages": "2M" if huge else "4K"}
     clock, background = _PhaseClock(), BackgroundMeter()
     with page_buffer(plan.max_bytes, huge, np.uint64) as buf:
         raw["curve"] = clock.run("curve", _curve, ctx, k, buf, plan, timing)
         raw["curve_huge_fraction"] = huge_fraction(buf)
         raw["pattern"] = clock.run("pattern", _pattern, k, buf, plan, timing)
         raw["line"] = clock.run("line", _line, k, buf, plan, timing)
-        buf = None
+        del buf  # the mapping closes only once no view of it is left
     huge_ns = raw["pattern"]["random_ns"] if huge else None
-    raw["pages"] = clock.run("pages", _pages, k, plan, timing, thp, huge_ns, ctx.quick)
+    raw["pages"] = clock.run("pages", _pages, k, plan, timing, thp, huge_ns)
     raw["bandwidth"] = clock.run("bandwidth", _bandwidth, ctx, k, plan, timing, raw["curve"])
     raw["phase_seconds"] = clock.seconds
     raw["background_cpus"] = background.share()
@@ -69,19 +79,15 @@ class _PhaseClock:
 
 
 def _set_threads(wanted: int) -> int:
-    """Use `wanted` numba threads (at most the pool numba started with)."""
+    """Use `wanted` numba threads (at most the pool numba started with); the runner restores it."""
     import numba
 
-    threads = max(1, min(wanted, numba.config.NUMBA_NUM_THREADS))
+    threads = max(1, min(wanted, numba.config.NUMBA_NUM_THREADS))  # type: ignore[attr-defined]
     numba.set_num_threads(threads)
     return threads
 
 
-def _plan_dict(plan: Plan) -> dict[str, Any]:
-    return {key: getattr(plan, key) for key in plan.__dataclass_fields__}
-
-
-def _curve(ctx: ProbeContext, k: ModuleType, buf: Any, plan: Plan, timing: m.Timing) -> dict:
+def _curve(ctx: ProbeContext, k: ModuleType, buf: Any, plan: Plan, timing: m.Timing) -> dict[str, Any]:
     """Random-chase latency at each working-set size, 4 KiB to the largest."""
     sizes = curve_sizes(plan.max_bytes, plan.per_doubling, plan.line_bytes)
     latencies = []
@@ -114,39 +120,47 @@ def _line(k: ModuleType, buf: Any, plan: Plan, timing: m.Timing) -> dict[str, An
             "dram_ns": m.pair_costs(k, buf, dram_blocks, PAIR_BLOCK, offsets, timing, 1 << 14)}
 
 
-def _pages(k: ModuleType, plan: Plan, timing: m.Timing, thp: str | None, huge_ns: dict | None,
-           quick: bool) -> dict[str, Any]:
+def _pages(k: ModuleType, plan: Plan, timing: m.Timing, thp: str | None,
+           huge_ns: dict[str, Any] | None) -> dict[str, Any]:
     """Random latency over the largest working set in 4 KiB pages, beside the huge-page figure
     (full runs only: linking a second buffer of that size is the longest step of a quick run)."""
     if huge_ns is None:
         return {"size_bytes": plan.max_bytes, "skipped": f"transparent huge pages are {thp or 'absent'}"}
-    if quick:
+    if not plan.compare_pages:
         return {"size_bytes": plan.max_bytes, "skipped": "a --quick run leaves it out"}
     with page_buffer(plan.max_bytes, huge=False, dtype=np.uint64) as small:
         small_ns = m.random_chase_ns(k, small, plan.max_bytes, plan.line_bytes, timing)
         fraction = huge_fraction(small)
-        small = None
+        del small
     return {"size_bytes": plan.max_bytes, "huge_ns": huge_ns, "small_ns": small_ns,
             "small_huge_fraction": fraction}
 
 
 def _bandwidth(ctx: ProbeContext, k: ModuleType, plan: Plan, timing: m.Timing,
-               curve: dict) -> dict[str, Any]:
+               curve: dict[str, Any]) -> dict[str, Any]:
     """Read and triad GB/s inside each measured level and in DRAM, 1 thread and all threads."""
     ns = [p["median"] for p in curve["latency_ns"]]
     levels = read_levels(curve["sizes_bytes"], ns, plan.min_points,
                          reaches_dram(plan.max_bytes, plan.llc_bytes), len(data_caches(ctx.host)))
-    targets = level_working_sets(levels, sharers(ctx.host, len(levels), plan.threads), plan.threads)
-    if levels and levels[-1].name == "DRAM":
-        targets["DRAM"] = (plan.max_bytes, plan.max_bytes // plan.threads)
+    targets = bandwidth_targets(levels, ctx.host, plan)
+    rates = dict(zip(KINDS, (m.read_rates, m.triad_rates)))
     out: dict[str, Any] = {}
     with ctx.progress("cache bandwidth", 2 * len(targets)) as task:
         for name, (one, each) in targets.items():
-            out[name] = {"read_gbs": m.read_rates(k, one, each, plan.threads, timing)}
-            task.advance()
-            out[name]["triad_gbs"] = m.triad_rates(k, one, each, plan.threads, timing)
-            task.advance()
+            out[name] = {}
+            for kind in KINDS:
+                out[name][kind] = once_more_if_implausible(
+                    partial(rates[kind], k, one, each, plan.threads, timing))
+                task.advance()
     return out
 
 
-PROBE = Probe(name="cache", title="CPU cache hierarchy", measure_module=measure, judge=judge)
+def once_more_if_implausible(run: Callable[[], dict[str, Any]]) -> dict[str, Any]:
+    """`run()`; when its all-thread figure cannot be right (figures.implausible_all), run it once
+    more and keep the second, with the first all-thread figure beside it as `first_all`."""
+    first = run()
+    if not implausible_all(first["1t"]["median"], first["all"]["median"]):
+        return first
+    second = run()
+    second["first_all"] = first["all"]
+    return second

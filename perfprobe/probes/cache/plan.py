@@ -1,26 +1,45 @@
 """What the cache probe will measure on this host: sizes, caps, repeats. Pure, from host facts.
 
-Kept apart from the timing code so the size and memory decisions are tested without a kernel.
+Kept apart from the timing code so the size and memory decisions are tested without a kernel. The
+memory budget comes in from outside (perfprobe.budget reads free memory now): the plan only caps.
 """
 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
-from typing import Any, Mapping, Sequence
+from dataclasses import dataclass, fields
+from typing import Any, Sequence
 
-from perfprobe.bind import usable_cpus
-from perfprobe.config import Knobs
-from perfprobe.probes.cache_curve import Level
+from perfprobe.budget import MemoryBudget
+from perfprobe.config import Knobs, Presets
+from perfprobe.host.facts import CacheFacts, Facts, caches_of
+from perfprobe.probes.cache.curve import Level
 
 DEFAULT_LINE = 64
 DEFAULT_LLC = 32 << 20         # assumed when the host reports no cache at all (said in a note)
-LLC_MULTIPLE = 4               # DRAM figures at >= 4x the last-level cache
-QUICK_LLC_MULTIPLE = 2         # --quick: 2x, still past the LLC, half the linking and page faults
-MEMORY_SHARE = 4               # never more than a quarter of available memory
+DEFAULT_L1 = 48 << 10
 MIN_MAX_BYTES = 64 << 10
 PAIR_BLOCK = 1024              # bytes per block in the line-size test (offsets up to half of it)
 PAIR_OFFSETS = (8, 16, 32, 64, 128, 256, 512)
+
+
+@dataclass(frozen=True)
+class Effort:
+    """How hard a run tries: one of the two presets."""
+
+    llc_multiple: int          # DRAM figures at this many times the last-level cache
+    per_doubling: int          # curve points per doubling of the working set
+    min_points: int            # shortest run of points that counts as a level
+    repeats: int               # timed runs per figure
+    run_s: float               # seconds per timed run
+    compare_pages: bool        # time the largest set again in 4 KiB pages
+
+
+PRESETS = Presets(
+    full=Effort(llc_multiple=4, per_doubling=4, min_points=3, repeats=5, run_s=0.004, compare_pages=True),
+    # --quick: 2x the LLC (still past it, half the linking and page faults), coarser, no 4K-page run
+    quick=Effort(llc_multiple=2, per_doubling=2, min_points=2, repeats=3, run_s=0.002, compare_pages=False),
+)
 
 
 @dataclass(frozen=True)
@@ -40,49 +59,51 @@ class Plan:
     llc_bytes: int
     llc_reported: bool
     l1_bytes: int
+    cap_basis: str | None = None  # what the cap is a share of ("a quarter of the host's available memory")
+    compare_pages: bool = True
+
+    def as_raw(self) -> dict[str, Any]:
+        """The plan as recorded in the raw numbers (`raw.plan`)."""
+        return {f.name: getattr(self, f.name) for f in fields(self)}
 
 
-def data_caches(host: Mapping[str, Any]) -> list[Mapping[str, Any]]:
+def data_caches(host: Facts) -> list[CacheFacts]:
     """Reported data/unified caches, one per level (lowest level first)."""
-    by_level: dict[int, Mapping[str, Any]] = {}
-    for cache in host.get("caches") or []:
-        if cache.get("type") in ("Data", "Unified") and cache.get("size_bytes"):
-            by_level.setdefault(int(cache["level"]), cache)
+    by_level: dict[int, CacheFacts] = {}
+    for cache in caches_of(host, "Data", "Unified"):
+        if cache.get("size_bytes"):
+            by_level.setdefault(int(cache.get("level") or 0), cache)
     return [by_level[k] for k in sorted(by_level)]
 
 
-def usable_threads(host: Mapping[str, Any]) -> int:
-    """How many CPUs this process may use now (host facts narrowed by the current affinity)."""
-    return max(1, len(usable_cpus(host)))
+def cache_size(cache: CacheFacts) -> int:
+    """A reported cache's size in bytes (data_caches keeps only caches that report one)."""
+    return int(cache.get("size_bytes") or 0)
 
 
-def memory_cap(host: Mapping[str, Any]) -> int | None:
-    """A quarter of available memory (of total when available is unknown); None when neither is."""
-    memory = host.get("memory") or {}
-    base = memory.get("available_bytes") or memory.get("total_bytes")
-    return int(base) // MEMORY_SHARE if base else None
-
-
-def make_plan(host: Mapping[str, Any], options: Knobs, quick: bool,
-              threads: int) -> Plan:
-    """Sizes and effort for this run: 4x the LLC (2x with --quick) or --max-size, capped at the
-    memory share."""
+def make_plan(host: Facts, knobs: Knobs, effort: Effort, threads: int, budget: MemoryBudget) -> Plan:
+    """Sizes and effort for this run: a multiple of the LLC or --max-size, capped at the budget
+    (a budget of 0 bytes is one that could not be read: nothing is capped)."""
     caches = data_caches(host)
-    llc = int(caches[-1]["size_bytes"]) if caches else DEFAULT_LLC
+    llc = cache_size(caches[-1]) if caches else DEFAULT_LLC
     line = int((caches[0].get("line_bytes") if caches else None) or DEFAULT_LINE)
-    asked = options.max_size
-    multiple = QUICK_LLC_MULTIPLE if quick else LLC_MULTIPLE
-    wanted = int(asked) if asked else multiple * llc
-    cap = memory_cap(host)
-    max_bytes, limited_by = wanted, "--max-size" if asked else f"{multiple}x LLC"
+    asked = knobs.max_size
+    wanted = int(asked) if asked else effort.llc_multiple * llc
+    cap = budget.bytes if budget.bytes > 0 else None
+    max_bytes, limited_by = wanted, "--max-size" if asked else f"{effort.llc_multiple}x LLC"
     if cap is not None and wanted > cap:
         max_bytes, limited_by = cap, "memory"
-    repeats = int(options.repeats or (3 if quick else 5))
     return Plan(max_bytes=max(max_bytes, MIN_MAX_BYTES), wanted_bytes=wanted, cap_bytes=cap,
-                limited_by=limited_by, per_doubling=2 if quick else 4, min_points=2 if quick else 3,
-                repeats=repeats, run_s=0.002 if quick else 0.004, threads=threads,
+                limited_by=limited_by, per_doubling=effort.per_doubling, min_points=effort.min_points,
+                repeats=int(knobs.repeats or effort.repeats), run_s=effort.run_s, threads=threads,
                 line_bytes=line, llc_bytes=llc, llc_reported=bool(caches),
-                l1_bytes=int(caches[0]["size_bytes"]) if caches else 48 << 10)
+                l1_bytes=cache_size(caches[0]) if caches else DEFAULT_L1,
+                cap_basis=budget.basis if cap is not None else None, compare_pages=effort.compare_pages)
+
+
+def too_little_memory(plan: Plan) -> bool:
+    """The budget is below even the smallest curve: nothing worth measuring fits."""
+    return plan.cap_bytes is not None and plan.cap_bytes < plan.max_bytes
 
 
 def reaches_dram(plan_max: int, llc_bytes: int) -> bool:
@@ -90,7 +111,7 @@ def reaches_dram(plan_max: int, llc_bytes: int) -> bool:
     return plan_max >= 2 * llc_bytes
 
 
-def sharers(host: Mapping[str, Any], count: int, threads: int) -> list[int]:
+def sharers(host: Facts, count: int, threads: int) -> list[int]:
     """For reported level i+1: how many of our `threads` share one instance of it (SMT siblings
     on an L1, a socket's cores on an L3). Levels not reported: all threads."""
     caches = data_caches(host)
@@ -120,3 +141,12 @@ def level_working_sets(levels: Sequence[Level], sharing: Sequence[int], threads:
         out[level.name] = (one // 64 * 64, max(each // 64 * 64, 4096))
         prev = end
     return out
+
+
+def bandwidth_targets(levels: Sequence[Level], host: Facts, plan: Plan) -> dict[str, tuple[int, int]]:
+    """Working sets for the bandwidth runs: inside each measured level, and the largest set for
+    DRAM (one thread over all of it, all threads over it together)."""
+    targets = level_working_sets(levels, sharers(host, len(levels), plan.threads), plan.threads)
+    if levels and levels[-1].name == "DRAM":
+        targets["DRAM"] = (plan.max_bytes, plan.max_bytes // plan.threads)
+    return targets

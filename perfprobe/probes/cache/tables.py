@@ -1,40 +1,75 @@
-"""The cache probe's tables, curve and facts: data for the renderers, built from raw numbers."""
+"""The cache probe's metrics, tables, curve, facts and summary: data for the renderers and the JSON.
+
+Pure, built from the figures (never from the rules). Bandwidth figures left out as implausible
+(figures.implausible_all) are absent from the metrics and shown as unknown in the level table.
+"""
 
 from __future__ import annotations
 
-from typing import Any, Mapping, Sequence
+from typing import Any
 
-from perfprobe.model import Curve, Table
-from perfprobe.probes.cache_curve import Level
+from perfprobe.model import Cell, Curve, Metric, Table
+from perfprobe.probes.cache.figures import KINDS, THREADS, CacheFigures, gbs, pattern_ratio
+from perfprobe.probes.cache.plan import cache_size
 from perfprobe.units import format_bytes
 
+METHOD = ("latency: dependent loads over a random cyclic permutation of lines (one pointer "
+          "a line), median of repeats; level end: where latency has risen a fifth of the "
+          "way to the next level; bandwidth: numba sum / STREAM triad (24 B/element), "
+          "each thread on its own share; line: cost of a second load at growing offsets "
+          "in random 1 KiB blocks, in a working set that misses L1 only")
 
-def _gbs(bandwidth: Mapping[str, Any], level: str, kind: str, threads: str) -> float | None:
-    figures = bandwidth.get(level)
-    return round(figures[kind][threads]["median"], 1) if figures else None
+
+def metrics(fig: CacheFigures) -> dict[str, Metric]:
+    """The JSON metrics: latency and size per level, bandwidth, line, prefetch and page ratios."""
+    out: dict[str, Metric] = {}
+    for level in fig.levels:
+        out[f"latency_ns.{level.name}"] = Metric(round(level.latency_ns, 2), "ns")
+        if level.end_bytes is not None:
+            out[f"size_bytes.{level.name}"] = Metric(level.end_bytes, "bytes")
+    for name in fig.bandwidth:
+        for kind in KINDS:
+            for threads in THREADS:
+                value = gbs(fig, name, kind, threads)
+                if value is not None:
+                    out[f"{kind}.{name}.{threads}"] = Metric(round(value, 2), "GB/s")
+    if fig.line["line_bytes"]:
+        out["line_bytes"] = Metric(fig.line["line_bytes"], "bytes")
+    if fig.line["fetch_bytes"]:
+        out["fetch_bytes.DRAM"] = Metric(fig.line["fetch_bytes"], "bytes")
+    pattern, pages = fig.raw.get("pattern"), fig.raw.get("pages") or {}
+    if pattern:
+        out["seq_over_random"] = Metric(round(pattern_ratio(pattern), 2), "ratio")
+    if "huge_ns" in pages:
+        out["latency_ns.DRAM_4K_pages"] = Metric(round(pages["small_ns"]["median"], 1), "ns")
+        out["latency_ns.DRAM_2M_pages"] = Metric(round(pages["huge_ns"]["median"], 1), "ns")
+    return out
 
 
-def level_table(levels: Sequence[Level], reported: Sequence[Mapping[str, Any]],
-                bandwidth: Mapping[str, Any]) -> Table:
+def _gbs_cell(fig: CacheFigures, level: str, kind: str, threads: str) -> float | None:
+    value = gbs(fig, level, kind, threads)
+    return None if value is None else round(value, 1)
+
+
+def level_table(fig: CacheFigures) -> Table:
     """One row per level: latency, measured and reported size, read and triad GB/s."""
-    sizes = {f"L{c['level']}": format_bytes(int(c["size_bytes"])) for c in reported}
-    rows = []
-    for i, lv in enumerate(levels):
+    sizes = {f"L{c.get('level')}": format_bytes(cache_size(c)) for c in fig.reported}
+    rows: list[tuple[Cell, ...]] = []
+    for lv in fig.levels:
         told = sizes.get(lv.name) if lv.name != "DRAM" else None
         rows.append((lv.name, round(lv.latency_ns, 1),
                      format_bytes(lv.end_bytes) if lv.end_bytes else None, told,
-                     _gbs(bandwidth, lv.name, "read_gbs", "1t"), _gbs(bandwidth, lv.name, "read_gbs", "all"),
-                     _gbs(bandwidth, lv.name, "triad_gbs", "1t"), _gbs(bandwidth, lv.name, "triad_gbs", "all")))
+                     *(_gbs_cell(fig, lv.name, kind, t) for kind in KINDS for t in THREADS)))
     columns = ("level", "latency ns", "measured size", "reported size", "read GB/s 1t",
                "read GB/s all", "triad GB/s 1t", "triad GB/s all")
     return Table("Cache levels (random-chase latency; bandwidth inside each level)", columns,
                  tuple(rows))
 
 
-def pattern_table(raw: Mapping[str, Any]) -> Table:
+def pattern_table(fig: CacheFigures) -> Table:
     """Access pattern, pages and line: ns per line visit over the largest working set."""
-    rows: list[tuple[Any, ...]] = []
-    pattern, pages = raw.get("pattern"), raw.get("pages") or {}
+    rows: list[tuple[Cell, ...]] = []
+    pattern, pages = fig.raw.get("pattern"), fig.raw.get("pages") or {}
     if pattern:
         size = format_bytes(pattern["size_bytes"])
         rows.append(("sequential lines", size, round(pattern["sequential_ns"]["median"], 1)))
@@ -43,7 +78,7 @@ def pattern_table(raw: Mapping[str, Any]) -> Table:
         size = format_bytes(pages["size_bytes"])
         rows.append(("random, 4 KiB pages", size, round(pages["small_ns"]["median"], 1)))
         rows.append(("random, 2 MiB pages", size, round(pages["huge_ns"]["median"], 1)))
-    test = raw.get("line") or {}
+    test = fig.raw.get("line") or {}
     for offset, cached, dram in zip(test.get("offsets_bytes") or [], test.get("cached_ns") or [],
                                     test.get("dram_ns") or []):
         rows.append((f"2 loads {offset} B apart", "L2 / largest",
@@ -52,30 +87,50 @@ def pattern_table(raw: Mapping[str, Any]) -> Table:
                  ("access", "working set", "ns"), tuple(rows))
 
 
-def curve_view(curve: Mapping[str, Any], reported: Sequence[Mapping[str, Any]]) -> Curve:
+def tables(fig: CacheFigures) -> tuple[Table, ...]:
+    return (level_table(fig), pattern_table(fig))
+
+
+def curve_view(fig: CacheFigures) -> Curve:
     """Latency against working set, marked at the reported cache sizes."""
+    curve = fig.raw["curve"]
     points = tuple((float(s), round(p["median"], 2))
                    for s, p in zip(curve["sizes_bytes"], curve["latency_ns"]))
-    marks = tuple((float(c["size_bytes"]), f"L{c['level']} {format_bytes(int(c['size_bytes']))}")
-                  for c in reported)
+    marks = tuple((float(cache_size(c)), f"L{c.get('level')} {format_bytes(cache_size(c))}")
+                  for c in fig.reported)
     return Curve("Load latency against working set (random pointer chase)", "working set (bytes)",
                  "ns per load", points, log_x=True, log_y=True, marks=marks)
 
 
-def facts_view(raw: Mapping[str, Any], levels: Sequence[Level], line: Mapping[str, Any]) -> dict:
-    """The full curve with spread, the levels read off it, and how everything was measured."""
-    curve = raw["curve"]
-    return {
+def facts_view(fig: CacheFigures) -> dict[str, Any]:
+    """The full curve with spread, the levels read off it, what was left out, and how it was measured."""
+    raw, curve = fig.raw, fig.raw["curve"]
+    facts: dict[str, Any] = {
         "curve": [{"size_bytes": s, "ns": p} for s, p in zip(curve["sizes_bytes"], curve["latency_ns"])],
         "levels": [{"name": lv.name, "latency_ns": lv.latency_ns, "end_bytes": lv.end_bytes}
-                   for lv in levels],
-        "line": dict(line),
-        "plan": dict(raw["plan"]),
+                   for lv in fig.levels],
+        "line": dict(fig.line),
+        "plan": dict(fig.plan),
         "pages": {"thp": raw.get("thp"), "curve_pages": raw.get("curve_pages"),
                   "curve_huge_fraction": raw.get("curve_huge_fraction")},
-        "method": ("latency: dependent loads over a random cyclic permutation of lines (one pointer "
-                   "a line), median of repeats; level end: where latency has risen a fifth of the "
-                   "way to the next level; bandwidth: numba sum / STREAM triad (24 B/element), "
-                   "each thread on its own share; line: cost of a second load at growing offsets "
-                   "in random 1 KiB blocks, in a working set that misses L1 only"),
+        "method": METHOD,
     }
+    if fig.left_out:
+        facts["left_out"] = [{"metric": lo.metric, "gbs": lo.all_gbs, "one_thread_gbs": lo.one_gbs,
+                              "remeasured": lo.remeasured} for lo in fig.left_out]
+    return facts
+
+
+def summary(fig: CacheFigures) -> str:
+    """One line: each level's latency and measured end."""
+    parts = [f"{lv.name} {lv.latency_ns:.3g} ns" + (f" to {format_bytes(lv.end_bytes)}" if lv.end_bytes else "")
+             for lv in fig.levels]
+    return "; ".join(parts) if parts else "no levels read off the curve"
+
+
+def key_figure(fig: CacheFigures) -> str:
+    """Latencies L1 / L2 / … / DRAM, for the summary table of `perfprobe all`."""
+    if not fig.levels:
+        return ""
+    return ("/".join(lv.name for lv in fig.levels) + " " +
+            "/".join(f"{lv.latency_ns:.3g}" for lv in fig.levels) + " ns")

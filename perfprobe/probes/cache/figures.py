@@ -1,0 +1,222 @@
+"""The cache probe's raw numbers, typed, and the figures read off them: what rules and tables share.
+
+Pure. `read_figures` reads a recorded or fresh `raw` once: the levels off the latency curve, the line
+figures, and the bandwidth figures that can be shown. A figure no healthy host can give (all
+threads together below a tenth of one thread at the same level) is left out here, so no table,
+metric or rule ever prints it; `measure` re-measures it once with the same test (`implausible_all`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Mapping, Optional, TypedDict, cast
+
+from perfprobe.host.facts import CacheFacts, Facts
+from perfprobe.probes.cache.curve import Level, read_fetch_unit, read_levels, read_line
+from perfprobe.probes.cache.plan import cache_size, data_caches, reaches_dram
+
+ALL_OVER_ONE_FLOOR = 0.1   # all threads below a tenth of one thread at the same level: not a figure
+KINDS = ("read_gbs", "triad_gbs")
+THREADS = ("1t", "all")
+
+
+class Stat(TypedDict, total=False):
+    """perfprobe.stats.summarize: median of the timed repeats, with spread."""
+
+    median: float
+    min: float
+    max: float
+    iqr: float
+    repeats: int
+    steps: int
+    reps: int
+
+
+class PlanRaw(TypedDict, total=False):
+    max_bytes: int
+    wanted_bytes: int
+    cap_bytes: Optional[int]
+    limited_by: str
+    cap_basis: Optional[str]
+    per_doubling: int
+    min_points: int
+    repeats: int
+    run_s: float
+    threads: int
+    line_bytes: int
+    llc_bytes: int
+    llc_reported: bool
+    l1_bytes: int
+    compare_pages: bool
+
+
+class CurveRaw(TypedDict):
+    sizes_bytes: list[int]
+    latency_ns: list[Stat]
+
+
+class PatternRaw(TypedDict):
+    size_bytes: int
+    random_ns: Stat
+    sequential_ns: Stat
+
+
+class LineRaw(TypedDict, total=False):
+    block_bytes: int
+    offsets_bytes: list[int]
+    cached_blocks: int
+    dram_blocks: int
+    cached_ns: list[Stat]
+    dram_ns: list[Stat]
+
+
+class PagesRaw(TypedDict, total=False):
+    size_bytes: int
+    skipped: str
+    huge_ns: Stat
+    small_ns: Stat
+    small_huge_fraction: Optional[float]
+
+
+RatesRaw = TypedDict("RatesRaw", {"bytes_1t": int, "bytes_each": int, "1t": Stat, "all": Stat,
+                                  "first_all": Stat}, total=False)
+"""One bandwidth figure at one level: one thread and all threads; `first_all` is the all-thread
+run that was implausible and re-measured (absent when the first run stood)."""
+
+
+class LevelRates(TypedDict):
+    read_gbs: RatesRaw
+    triad_gbs: RatesRaw
+
+
+class CacheRaw(TypedDict, total=False):
+    """What `measure` returns (docs/probes/cache.md)."""
+
+    plan: PlanRaw
+    thp: Optional[str]
+    curve_pages: str
+    curve: CurveRaw
+    curve_huge_fraction: Optional[float]
+    pattern: PatternRaw
+    line: LineRaw
+    pages: PagesRaw
+    bandwidth: dict[str, LevelRates]
+    phase_seconds: dict[str, float]
+    background_cpus: Optional[float]
+
+
+class LineFigures(TypedDict):
+    line_bytes: Optional[int]
+    fetch_bytes: Optional[int]
+
+
+@dataclass(frozen=True)
+class LeftOut:
+    """An all-thread figure not shown: its value, one thread's beside it, and whether it was re-measured."""
+
+    level: str
+    kind: str
+    all_gbs: float
+    one_gbs: float
+    remeasured: bool
+
+    @property
+    def metric(self) -> str:
+        return f"{self.kind}.{self.level}.all"
+
+
+Bandwidth = dict[str, dict[str, dict[str, float]]]
+"""level -> kind (read_gbs, triad_gbs) -> threads (1t, all) -> median GB/s, figures that stand only."""
+
+
+@dataclass(frozen=True)
+class CacheFigures:
+    """Everything rules and tables read: the raw numbers and what was read off them once."""
+
+    raw: CacheRaw
+    plan: PlanRaw
+    reported: list[CacheFacts]
+    llc_bytes: int
+    levels: list[Level]
+    line: LineFigures
+    bandwidth: Bandwidth
+    left_out: list[LeftOut]
+
+    @property
+    def threads(self) -> int:
+        return int(self.plan.get("threads") or 1)
+
+    @property
+    def reached_dram(self) -> bool:
+        return bool(self.levels) and self.levels[-1].name == "DRAM"
+
+
+def implausible_all(one_gbs: float, all_gbs: float) -> bool:
+    """All threads together, each on its own share inside the same level, below a tenth of one
+    thread: no cache does that; a thread descheduled for most of the parallel region does."""
+    return one_gbs > 0 and all_gbs < ALL_OVER_ONE_FLOOR * one_gbs
+
+
+def read_figures(raw: Mapping[str, Any], host: Facts) -> CacheFigures:
+    """Read the raw numbers once (recorded or fresh) against the host's reported caches."""
+    typed = cast(CacheRaw, raw)
+    plan = typed["plan"]
+    reported = data_caches(host)
+    llc = cache_size(reported[-1]) if reported else int(plan["llc_bytes"])
+    bandwidth, left_out = bandwidth_figures(typed.get("bandwidth") or {})
+    return CacheFigures(raw=typed, plan=plan, reported=reported, llc_bytes=llc,
+                        levels=levels_of(typed, llc, len(reported)), line=line_figures(typed),
+                        bandwidth=bandwidth, left_out=left_out)
+
+
+def levels_of(raw: CacheRaw, llc: int, reported_levels: int) -> list[Level]:
+    """The levels read off the recorded curve (the same reading measure() used for bandwidth)."""
+    curve, plan = raw["curve"], raw["plan"]
+    return read_levels(curve["sizes_bytes"], medians(curve["latency_ns"]), int(plan["min_points"]),
+                       reaches_dram(int(plan["max_bytes"]), llc), reported_levels)
+
+
+def medians(points: list[Stat]) -> list[float]:
+    return [float(p["median"]) for p in points]
+
+
+def line_figures(raw: CacheRaw) -> LineFigures:
+    """Line size (working set missing L1 only) and DRAM fetch unit, from the pair costs. The
+    fastest repeat is used: interference only ever adds time, and the sweep compares neighbours."""
+    test = raw.get("line") or LineRaw()
+    offsets = test.get("offsets_bytes") or []
+    cached = [float(p["min"]) for p in test.get("cached_ns") or []]
+    dram = [float(p["min"]) for p in test.get("dram_ns") or []]
+    return {"line_bytes": read_line(offsets, cached), "fetch_bytes": read_fetch_unit(offsets, dram)}
+
+
+def bandwidth_figures(raw: Mapping[str, LevelRates]) -> tuple[Bandwidth, list[LeftOut]]:
+    """Median GB/s per level, kind and thread count; implausible all-thread figures left out."""
+    shown: Bandwidth = {}
+    left_out: list[LeftOut] = []
+    for level, rates in raw.items():
+        shown[level] = {}
+        for kind in KINDS:
+            figure = cast(RatesRaw, rates.get(kind) or {})
+            one, many = float(figure["1t"]["median"]), float(figure["all"]["median"])
+            shown[level][kind] = {"1t": one}
+            if implausible_all(one, many):
+                left_out.append(LeftOut(level, kind, many, one, "first_all" in figure))
+            else:
+                shown[level][kind]["all"] = many
+    return shown, left_out
+
+
+def gbs(fig: CacheFigures, level: str, kind: str, threads: str) -> float | None:
+    """One bandwidth figure that stands (None: not measured, or left out)."""
+    return fig.bandwidth.get(level, {}).get(kind, {}).get(threads)
+
+
+def pattern_ratio(pattern: PatternRaw) -> float:
+    """Random over sequential ns per line over the largest working set: what prefetch buys."""
+    return float(pattern["random_ns"]["median"]) / float(pattern["sequential_ns"]["median"])
+
+
+def pages_gain(pages: PagesRaw) -> float:
+    """4 KiB-page over 2 MiB-page random latency over the largest working set."""
+    return float(pages["small_ns"]["median"]) / float(pages["huge_ns"]["median"])
