@@ -1,4 +1,4 @@
-"""`streams.measure` end to end on the CI host with a stand-in for cupy: device memory is host
+"""`streams` measure end to end on the CI host with a stand-in for cupy: device memory is host
 memory, copies are memmoves, the kernel computes its closed form with numpy, events read the host
 clock. This checks the plumbing and the result checks (poisoned outputs, reference, bit-for-bit
 comparison), not any figure: figures come from the GPU host's recordings."""
@@ -10,12 +10,13 @@ from types import SimpleNamespace
 
 import numpy as np
 
-from perfprobe import gpu
 from perfprobe.config import Knobs, RunConfig
+from perfprobe.kernels import cuda_runtime
 from perfprobe.kernels import streams_kernels as sk
 from perfprobe.model import Verdict
 from perfprobe.probe import ProbeContext
 from perfprobe.probes import streams
+from perfprobe.probes.streams import measure, plan
 from perfprobe.progress import null_progress
 from test_pinned_measure import FakeEvent, FakeRuntime, _Device
 
@@ -81,10 +82,10 @@ def context() -> ProbeContext:
 
 def test_measure_runs_every_configuration_checks_it_and_frees_everything(monkeypatch) -> None:
     runtime = FakeRuntime()
-    monkeypatch.setattr(gpu, "load_cupy", lambda: fake_cupy(runtime))
-    raw = streams.measure(context())
+    monkeypatch.setattr(cuda_runtime, "load_cupy", lambda: fake_cupy(runtime))
+    raw = measure.measure(context())
     pairs = [(c["chunks"], c["streams"]) for c in raw["configs"]]
-    assert pairs == streams.configurations(quick=True)
+    assert pairs == plan.configurations(plan.PRESETS.quick)
     assert raw["serial"]["verified"] and all(c["verified"] for c in raw["configs"])
     assert all(v["verified"] for v in raw["breakers"].values())
     assert not runtime.live
@@ -96,8 +97,8 @@ def test_a_lost_chunk_is_caught_as_wrong_results(monkeypatch) -> None:
     runtime = FakeRuntime()
     # launches: 2 x 4 timing the kernel while calibrating, 4 more at the chosen count, 1 + 3 serial,
     # then the first configuration's checked pass: lose one of its kernels
-    monkeypatch.setattr(gpu, "load_cupy", lambda: fake_cupy(runtime, skip_chunk_at=18))
-    raw = streams.measure(context())
+    monkeypatch.setattr(cuda_runtime, "load_cupy", lambda: fake_cupy(runtime, skip_chunk_at=18))
+    raw = measure.measure(context())
     bad = [c for c in raw["configs"] if not c["verified"]]
     assert len(bad) == 1 and bad[0]["mismatches"] > 0
     assert streams.judge(raw, {"gpus": []}).verdict is Verdict.ERROR

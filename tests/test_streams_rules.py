@@ -14,8 +14,9 @@ from hypothesis import strategies as st
 
 from perfprobe.kernels import streams_kernels as sk
 from perfprobe.model import Verdict
-from perfprobe.probes import streams_rules
-from perfprobe.probes.streams import configurations, plan_size
+from perfprobe.budget import MemoryBudget
+from perfprobe.probes.streams import figures, judge, rules
+from perfprobe.probes.streams.plan import PRESETS, configurations, plan_size
 
 DATA = Path(__file__).parent / "data"
 
@@ -32,10 +33,10 @@ def messages(result, verdict: Verdict) -> list[str]:
 @pytest.mark.parametrize("name", ["streams_h200.json", "streams_h200_quick.json"])
 def test_recorded_h200_passes_with_a_best_configuration(name: str) -> None:
     raw, host = recording(name)
-    result = streams_rules.judge(raw, host)
+    result = judge(raw, host)
     assert result.verdict is Verdict.PASS
     assert result.metrics["best.speedup"].value > 2
-    assert result.metrics["best.efficiency"].value >= streams_rules.EFFICIENCY_MIN
+    assert result.metrics["best.efficiency"].value >= rules.EFFICIENCY_MIN
     assert result.metrics["copy_engines"].value == 3
     assert any("best:" in m for m in messages(result, Verdict.PASS))
 
@@ -43,7 +44,7 @@ def test_recorded_h200_passes_with_a_best_configuration(name: str) -> None:
 def test_a_wrong_result_is_an_error() -> None:
     raw, host = recording()
     raw["configs"][3].update(verified=False, mismatches=1234)
-    result = streams_rules.judge(raw, host)
+    result = judge(raw, host)
     assert result.verdict is Verdict.ERROR
     assert "1234 wrong elements" in messages(result, Verdict.ERROR)[0]
 
@@ -52,32 +53,32 @@ def test_best_configuration_ignores_unverified_ones() -> None:
     raw, _host = recording()
     fastest = min(raw["configs"], key=lambda c: c["ms"]["median"])
     fastest["verified"] = False
-    assert streams_rules.best_config(raw) is not fastest
+    assert figures.best_config(raw) is not fastest
 
 
 def test_low_overlap_efficiency_warns() -> None:
     raw, host = recording()
     for config in raw["configs"]:
         config["ms"]["median"] *= 1.6
-    assert any("under 80%" in m for m in messages(streams_rules.judge(raw, host), Verdict.WARN))
+    assert any("under 80%" in m for m in messages(judge(raw, host), Verdict.WARN))
 
 
 def test_single_copy_engine_warns() -> None:
     raw, host = recording()
     raw["device"]["async_engine_count"] = 1
-    assert any("cannot overlap" in m for m in messages(streams_rules.judge(raw, host), Verdict.WARN))
+    assert any("cannot overlap" in m for m in messages(judge(raw, host), Verdict.WARN))
 
 
 def test_host_work_that_does_not_hide_warns() -> None:
     raw, host = recording()
     o = raw["host_overlap"]
     o["async_ms"] = o["sync_ms"] - 0.1
-    assert any("hidden" in m for m in messages(streams_rules.judge(raw, host), Verdict.WARN))
+    assert any("hidden" in m for m in messages(judge(raw, host), Verdict.WARN))
 
 
 def test_breakers_are_reported_with_their_cost() -> None:
     raw, host = recording()
-    result = streams_rules.judge(raw, host)
+    result = judge(raw, host)
     assert result.metrics["pageable.slowdown"].value > 2
     assert "legacy_default_stream.slowdown" in result.metrics
 
@@ -89,7 +90,7 @@ STAGES = st.fixed_dictionaries({k: st.floats(0.1, 100) for k in ("h2d", "kernel"
 
 @given(STAGES, st.integers(1, 256))
 def test_ideal_lies_between_the_bottleneck_and_the_serial_sum(stages, chunks: int) -> None:
-    ideal = streams_rules.ideal_ms(stages, chunks)
+    ideal = figures.ideal_ms(stages, chunks)
     serial = stages["h2d"] + stages["kernel"] + stages["d2h"]
     assert ideal <= serial + 1e-9
     assert ideal >= min(serial, max(stages["h2d"], stages["kernel"], stages["d2h"])) - 1e-9
@@ -97,30 +98,31 @@ def test_ideal_lies_between_the_bottleneck_and_the_serial_sum(stages, chunks: in
 
 @given(STAGES, st.integers(1, 128))
 def test_ideal_never_grows_with_more_chunks(stages, chunks: int) -> None:
-    assert streams_rules.ideal_ms(stages, chunks * 2) <= streams_rules.ideal_ms(stages, chunks) + 1e-9
+    assert figures.ideal_ms(stages, chunks * 2) <= figures.ideal_ms(stages, chunks) + 1e-9
 
 
 def test_ideal_of_one_chunk_is_the_serial_sum() -> None:
     stages = {"h2d": 19.4, "kernel": 19.4, "d2h": 19.4, "both": 22.0}
-    assert streams_rules.ideal_ms(stages, 1) == pytest.approx(58.2)
+    assert figures.ideal_ms(stages, 1) == pytest.approx(58.2)
     # few chunks: the engines' ramp decides; many: both copies sharing the link do
-    assert streams_rules.ideal_ms(stages, 2) == pytest.approx(19.4 + 38.8 / 2)
-    assert streams_rules.ideal_ms(stages, 32) == pytest.approx(22.0 * 31 / 32 + 38.8 / 32)
+    assert figures.ideal_ms(stages, 2) == pytest.approx(19.4 + 38.8 / 2)
+    assert figures.ideal_ms(stages, 32) == pytest.approx(22.0 * 31 / 32 + 38.8 / 32)
 
 
 def test_configurations_never_use_more_streams_than_chunks() -> None:
-    for quick in (False, True):
-        pairs = configurations(quick)
+    for preset in (PRESETS.full, PRESETS.quick):
+        pairs = configurations(preset)
         assert pairs and all(k <= n for n, k in pairs)
-    assert len(configurations(True)) < len(configurations(False))
+    assert len(configurations(PRESETS.quick)) < len(configurations(PRESETS.full))
 
 
 def test_plan_size_caps_to_budgets() -> None:
-    assert plan_size(1 << 30, 100 << 30, 100 << 30) == (1 << 30, None)
-    size, why = plan_size(1 << 30, 1 << 30, 100 << 30)
-    assert size == 512 << 20 and "device" in why
-    size, why = plan_size(1 << 30, 100 << 30, 1 << 30)
-    assert size <= (1 << 30) // 5 and "host" in why
+    plenty = MemoryBudget(100 << 30, "plenty")
+    assert plan_size(1 << 30, plenty, plenty) == (1 << 30, None)
+    size, why = plan_size(1 << 30, MemoryBudget(1 << 30, "half of the device's free memory"), plenty)
+    assert size == 512 << 20 and why == "half of the device's free memory"  # two device buffers
+    size, why = plan_size(1 << 30, plenty, MemoryBudget(1 << 30, "a quarter of NUMA node 0's free memory"))
+    assert size == (1 << 30) // 5 // (1 << 20) * (1 << 20) and why == "a quarter of NUMA node 0's free memory"
 
 
 @pytest.mark.parametrize("iters", [1, 7, 300, 1500])

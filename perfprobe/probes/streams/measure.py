@@ -1,11 +1,5 @@
-"""`perfprobe streams`: copy/compute overlap of an H2D -> kernel -> D2H pipeline across CUDA streams.
-
-measure() times each stage alone (H2D, the calibrated kernel, D2H, both copies at once), the serial
-pipeline, then N chunks round-robin over K streams; every configuration's output is checked (the
-serial one against the closed-form host reference, the others bit for bit against it). It also
-times what breaks overlap (pageable host buffers, one kernel on the legacy default stream) and how
-much host work hides behind GPU work. judge() is perfprobe.probes.streams_rules.judge.
-"""
+"""`perfprobe streams` measurement: the stages alone, the serial pipeline, the chunks x streams grid,
+what breaks overlap and host work beside GPU work. Raw numbers only; every output is checked."""
 
 from __future__ import annotations
 
@@ -13,71 +7,42 @@ from typing import Any, Callable
 
 import numpy as np
 
-from perfprobe.config import UsageError
-from perfprobe.probe import Probe, ProbeContext, ProbeSkipped
-from perfprobe.probes.streams_rules import judge
-
-DEFAULT_SIZE, QUICK_SIZE, MIN_SIZE = 1 << 30, 256 << 20, 4 << 20
-CHUNKS, STREAMS = (2, 4, 8, 16, 32, 64), (1, 2, 4, 8)
-QUICK_CHUNKS, QUICK_STREAMS = (4, 16, 32), (1, 2, 4)
-
-
-def configurations(quick: bool) -> list[tuple[int, int]]:
-    """(chunks, streams) pairs to time; never more streams than chunks."""
-    chunks, streams = (QUICK_CHUNKS, QUICK_STREAMS) if quick else (CHUNKS, STREAMS)
-    return [(n, k) for n in chunks for k in streams if k <= n]
-
-
-def plan_size(requested: int, device_budget: int, host_budget: int) -> tuple[int, str | None]:
-    """Buffer bytes: the request capped so that 2 device buffers and 5 host buffers fit the budgets."""
-    size, capped = requested, None
-    for limit, name in ((device_budget // 2, "half the device's free memory"),
-                        (host_budget // 5, "a quarter of the host's available memory")):
-        if limit < size:
-            size, capped = limit, name
-    return size // (1 << 20) * (1 << 20), capped
-
-
-def _requested(ctx: ProbeContext) -> int:
-    value = ctx.config.option("size", QUICK_SIZE if ctx.quick else DEFAULT_SIZE)
-    if not isinstance(value, int) or value < MIN_SIZE:
-        raise UsageError(f"--size {value!r}: must be at least 4M")
-    return value
+from perfprobe.budget import gpu_memory_budget, host_memory_budget
+from perfprobe.kernels import cuda_runtime, streams_kernels as sk, transfer_kernels as tk
+from perfprobe.probe import ProbeContext, ProbeSkipped
+from perfprobe.probes.streams import plan
+from perfprobe.probes.streams.plan import PRESETS, Preset
 
 
 def measure(ctx: ProbeContext) -> dict[str, Any]:
-    from perfprobe import gpu
-    from perfprobe.budget import host_memory_budget
-
-    cupy = gpu.load_cupy()
+    cupy = cuda_runtime.load_cupy()
     device = ctx.device or 0
+    preset = ctx.config.preset(PRESETS)
     with cupy.cuda.Device(device):
-        requested = _requested(ctx)
-        size, capped = plan_size(requested, gpu.device_memory_budget(cupy), host_memory_budget(ctx.host, ctx.config.bind).bytes)
-        if size < MIN_SIZE:
+        requested = plan.requested_bytes(ctx.config, preset)
+        size, capped = plan.plan_size(requested, gpu_memory_budget(cuda_runtime.free_memory_bytes(cupy)),
+                                      host_memory_budget(ctx.host, ctx.config.bind))
+        if size < plan.MIN_SIZE:
             raise ProbeSkipped("too little free memory for a 4 MiB pipeline", "free device or host memory")
-        raw = _measure_device(cupy, device, size, ctx)
+        raw = _measure_device(cupy, device, size, preset, ctx)
     raw["budget"] = {"requested_bytes": requested, "size_bytes": size, "capped_by": capped}
     return raw
 
 
-def _measure_device(cupy: Any, device: int, size: int, ctx: ProbeContext) -> dict[str, Any]:
-    from perfprobe import gpu
-    from perfprobe.kernels import streams_kernels as sk, transfer_kernels as tk
-
-    props = gpu.device_properties(cupy, device)
+def _measure_device(cupy: Any, device: int, size: int, preset: Preset, ctx: ProbeContext) -> dict[str, Any]:
+    props = cuda_runtime.device_properties(cupy, device)
     elements = size // 4
     buffers = tk.Allocations(cupy)
     dev = None
     try:
-        dev = sk.Device.create(cupy, buffers, elements, max(STREAMS), props["multiprocessors"])
+        dev = sk.Device.create(cupy, buffers, elements, plan.MAX_STREAMS, props["multiprocessors"])
         raw: dict[str, Any] = {"device": {"index": device, **props,
-                                          "pci_bus_id": cupy.cuda.runtime.deviceGetPCIBusId(device)},
+                                          "pci_bus_id": cuda_runtime.pci_bus_id(cupy, device)},
                                "size_bytes": size, "elements": elements, "quick": ctx.quick}
         host = _host_buffers(buffers, elements)
-        raw.update(_stages(sk, dev, host, elements))
-        raw.update(_pipelines(sk, dev, host, elements, raw["iters"], ctx))
-        raw["host_overlap"] = _host_overlap(sk, dev, elements, raw["iters"])
+        raw.update(_stages(dev, host, elements))
+        raw.update(_pipelines(dev, host, elements, raw["iters"], preset, ctx))
+        raw["host_overlap"] = _host_overlap(dev, elements, raw["iters"])
         return raw
     finally:
         if dev is not None:
@@ -85,7 +50,7 @@ def _measure_device(cupy: Any, device: int, size: int, ctx: ProbeContext) -> dic
         buffers.close()
 
 
-def _host_buffers(buffers: Any, elements: int) -> dict[str, Any]:
+def _host_buffers(buffers: tk.Allocations, elements: int) -> dict[str, Any]:
     """Pinned input/output, pageable input/output and the serial result, input drawn at random."""
     pin_in_ptr, pin_in = buffers.pinned(elements * 4)
     pin_out_ptr, pin_out = buffers.pinned(elements * 4)
@@ -99,7 +64,7 @@ def _host_buffers(buffers: Any, elements: int) -> dict[str, Any]:
             "serial": np.empty(elements, dtype=np.float32)}
 
 
-def _stages(sk: Any, dev: Any, host: dict[str, Any], elements: int) -> dict[str, Any]:
+def _stages(dev: sk.Device, host: dict[str, Any], elements: int) -> dict[str, Any]:
     """Each stage alone over the whole buffer; the kernel calibrated to one H2D copy's time."""
     nbytes = elements * 4
     h2d = sk.time_copy(dev, dev.d_in.data.ptr, host["pin_in"], nbytes, sk.H2D)
@@ -116,15 +81,16 @@ def _stages(sk: Any, dev: Any, host: dict[str, Any], elements: int) -> dict[str,
             "both_ms": {"whole": both_whole, "chunked_16": both_chunked}}
 
 
-def _pipelines(sk: Any, dev: Any, host: dict[str, Any], elements: int, iters: int,
+def _pipelines(dev: sk.Device, host: dict[str, Any], elements: int, iters: int, preset: Preset,
                ctx: ProbeContext) -> dict[str, Any]:
     pinned = (host["pin_in"], host["pin_out"])
-    serial = _config(sk, dev, host, pinned, elements, 1, 1, iters, check=_check_reference(sk, host, iters))
+    serial = _config(dev, host, pinned, elements, 1, 1, iters, check=_check_reference(host, iters))
     host["serial"][:] = host["out"]
     configs = []
-    with ctx.progress("streams: chunks x streams", len(configurations(ctx.quick))) as task:
-        for chunks, streams in configurations(ctx.quick):
-            configs.append(_config(sk, dev, host, pinned, elements, chunks, streams, iters,
+    grid = plan.configurations(preset)
+    with ctx.progress("streams: chunks x streams", len(grid)) as task:
+        for chunks, streams in grid:
+            configs.append(_config(dev, host, pinned, elements, chunks, streams, iters,
                                    check=_check_same(host, "out")))
             task.advance()
     ok = [c for c in configs if c["verified"]] or configs
@@ -132,15 +98,15 @@ def _pipelines(sk: Any, dev: Any, host: dict[str, Any], elements: int, iters: in
     n, k = best["chunks"], best["streams"]
     pageable = (int(host["page_in"].ctypes.data), int(host["page_out"].ctypes.data))
     breakers = {
-        "pageable": _config(sk, dev, host, pageable, elements, n, k, iters, check=_check_same(host, "page_out"),
+        "pageable": _config(dev, host, pageable, elements, n, k, iters, check=_check_same(host, "page_out"),
                             out_key="page_out", repeats=2, gate=False),
-        "legacy_default_stream": _config(sk, dev, host, pinned, elements, n, k, iters,
+        "legacy_default_stream": _config(dev, host, pinned, elements, n, k, iters,
                                          check=_check_same(host, "out"), legacy=n // 2),
     }
     return {"serial": serial, "configs": configs, "breakers": breakers}
 
 
-def _config(sk: Any, dev: Any, host: dict[str, Any], ptrs: tuple[int, int], elements: int, chunks: int,
+def _config(dev: sk.Device, host: dict[str, Any], ptrs: tuple[int, int], elements: int, chunks: int,
             streams: int, iters: int, check: Callable[[], dict[str, Any]], out_key: str = "out",
             repeats: int = 3, legacy: int | None = None, gate: bool = True) -> dict[str, Any]:
     """Poison the outputs, run once and check the result, then time `repeats` passes.
@@ -162,7 +128,7 @@ def _config(sk: Any, dev: Any, host: dict[str, Any], ptrs: tuple[int, int], elem
             "enqueue_ms": summarize([r[1] for r in runs]), "gate_ms": gate_s * 1e3, **verdict}
 
 
-def _check_reference(sk: Any, host: dict[str, Any], iters: int) -> Callable[[], dict[str, Any]]:
+def _check_reference(host: dict[str, Any], iters: int) -> Callable[[], dict[str, Any]]:
     """Check the output against the closed-form reference, block by block; NaN (unwritten) fails."""
     def check() -> dict[str, Any]:
         tol, bad, worst = sk.tolerance(iters), 0, 0.0
@@ -184,7 +150,7 @@ def _check_same(host: dict[str, Any], key: str) -> Callable[[], dict[str, Any]]:
     return check
 
 
-def _host_overlap(sk: Any, dev: Any, elements: int, iters: int) -> dict[str, Any]:
+def _host_overlap(dev: sk.Device, elements: int, iters: int) -> dict[str, Any]:
     """Host work sized to about the kernel's time, done after the GPU work (sync) or during it."""
     import time
 
@@ -206,6 +172,3 @@ def _host_overlap(sk: Any, dev: Any, elements: int, iters: int) -> dict[str, Any
 
     return {**sk.host_overlap(dev, elements, iters, host_work), "host_work_repeats": reps}
 
-
-PROBE = Probe(name="streams", title="Copy/compute overlap across CUDA streams",
-              measure_module=measure, judge=judge, legacy_needs_gpu=True)

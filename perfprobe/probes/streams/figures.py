@@ -1,0 +1,59 @@
+"""Pure readers of `perfprobe streams`' raw numbers: what the rules and the tables both read.
+
+The ideal time of a pipeline of N chunks is what perfect overlap could reach on this GPU, the larger
+of two floors, and never more than the serial sum:
+- the busiest engine's total (H2D, kernel or D2H) plus one chunk's ramp (the other two stages of
+  the first and last chunk, which nothing can hide): slowest + (sum - slowest) / N;
+- both copies' bytes at the measured both-directions rate (the copy engines share the link, so
+  two directions at once do not run at twice one direction's rate), except that the first chunk's
+  H2D and the last chunk's D2H run alone, at the one-direction rate: both * (1 - 1/N) + (H2D + D2H) / N.
+Efficiency = ideal / measured.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Mapping
+
+Raw = Mapping[str, Any]
+
+
+def ideal_ms(stages: Mapping[str, float], chunks: int) -> float:
+    """Perfect-overlap time of `chunks` chunks from the stage totals (ms)."""
+    h2d, kernel, d2h = stages["h2d"], stages["kernel"], stages["d2h"]
+    serial = h2d + kernel + d2h
+    slowest = max(h2d, kernel, d2h)
+    engines = slowest + (serial - slowest) / chunks
+    both = stages.get("both")
+    link = both * (1 - 1 / chunks) + (h2d + d2h) / chunks if both else 0.0
+    return float(min(serial, max(engines, link)))
+
+
+def median_ms(config: Mapping[str, Any]) -> float:
+    return float(config["ms"]["median"])
+
+
+def efficiency(raw: Raw, config: Mapping[str, Any]) -> float:
+    """The configuration's ideal time over its measured median."""
+    return ideal_ms(raw["stage_ms"], int(config["chunks"])) / median_ms(config)
+
+
+def best_config(raw: Raw) -> Mapping[str, Any]:
+    """The fastest configuration whose result checked out (the fastest of all if none did)."""
+    configs: list[Mapping[str, Any]] = [c for c in raw["configs"] if c.get("verified")] or list(raw["configs"])
+    return min(configs, key=median_ms)
+
+
+def speedup(raw: Raw) -> float:
+    """Serial time over the best configuration's."""
+    return median_ms(raw["serial"]) / median_ms(best_config(raw))
+
+
+def hidden_fraction(o: Mapping[str, float]) -> float:
+    """Share of the shorter of host and GPU work that overlapping saved, within [0, 1] (the sync run
+    also pays one more synchronisation, so the raw ratio can pass 1 by a hair)."""
+    saved = (o["sync_ms"] - o["async_ms"]) / max(min(o["host_ms"], o["gpu_ms"]), 1e-9)
+    return float(min(1.0, max(0.0, saved)))
+
+
+def copy_engines(raw: Raw) -> int:
+    return int(raw["device"].get("async_engine_count", 0))
