@@ -111,8 +111,9 @@ def report(samples: dict, cpus: list[int], host_name: str) -> bool:
 
 
 def main() -> int:
+    from perfprobe.bind import usable_cpus
     from perfprobe.host import read_host_facts
-    from perfprobe.probes.falseshare import placement_order, usable_cpus
+    from perfprobe.probes.falseshare.plan import placement_order
 
     host = read_host_facts(None)
     usable = usable_cpus(host)

@@ -68,10 +68,11 @@ def test_plain_loop_loads_and_stores_memory_every_iteration():
 @two_cpus
 def test_a_tiny_measure_is_judged():
     from perfprobe.probes import falseshare
+    from perfprobe.probes.falseshare.measure import measure
 
     ctx = ProbeContext(config=RunConfig(quick=True, options=Knobs(iterations=2_000)),
                        host=read_host_facts(None), progress=null_progress)
-    raw = falseshare.measure(ctx)
+    raw = measure(ctx)
     assert raw["spacings_bytes"] == [8, 16, 32, 64, 128, 256]
     assert all(c["ns_per_update"]["repeats"] == raw["repeats"] for c in raw["cases"])
     result = falseshare.judge(raw, ctx.host)

@@ -1,0 +1,43 @@
+"""`perfprobe falseshare`: what false sharing costs on this host, and how far apart to pad counters.
+
+measure.py runs pinned threads on counters 8..max_spacing bytes apart (atomic and plain updates),
+a true-sharing and a one-thread case for scale, and a core-to-core ping-pong per CPU pair. plan.py
+places threads and plans cases; rules.py and tables.py judge the numbers (pure, tested on recorded
+runs). Knobs the host cannot honour (--threads, --max-spacing against memory) are exit 2 before
+anything runs.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Mapping
+
+from perfprobe.bind import node_cpus, usable_cpus
+from perfprobe.budget import host_memory_budget
+from perfprobe.config import RunConfig
+from perfprobe.host.facts import Facts
+from perfprobe.model import Assessment
+from perfprobe.probe import Probe, UsableCpus
+from perfprobe.probes.falseshare import rules, tables
+from perfprobe.probes.falseshare.figures import typed
+from perfprobe.probes.falseshare.plan import check_plan
+
+
+def judge(raw: Mapping[str, Any], host: Facts) -> Assessment:
+    """Findings, metrics and tables from the recorded cases."""
+    numbers = typed(raw)
+    return Assessment(summary=tables.summary(numbers, host), metrics=tables.metrics(numbers, host),
+                      findings=rules.findings(raw, host), tables=tables.tables(numbers),
+                      facts=tables.facts(numbers), key_figure=tables.key_figure(numbers, host))
+
+
+def check_knobs(config: RunConfig, host: Facts) -> None:
+    """--max-spacing, --threads and the counter buffer against the CPUs and memory this run gets
+    (under --bind, the node's CPUs and free memory). With no usable CPU there (a node --bind
+    refuses) only the spacing is checked: the runner then says what is wrong with the node."""
+    usable = usable_cpus(host) if config.bind is None else node_cpus(config.bind, host)
+    check_plan(config.options, len(usable), host_memory_budget(host, config.bind))
+
+
+PROBE = Probe(name="falseshare", title="False sharing and core-to-core latency", judge=judge,
+              measure_module="perfprobe.probes.falseshare.measure",
+              requires=(UsableCpus(2, "two threads on different CPUs"),), check_knobs=check_knobs)

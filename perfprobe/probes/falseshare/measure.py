@@ -1,0 +1,112 @@
+"""falseshare measurement: pinned threads on counters 8..max_spacing bytes apart, then core to core.
+
+Runs every planned case (atomic and plain updates, true sharing, one thread) with interleaved
+repeats and the core-to-core ping-pong per CPU pair, and returns plain numbers. The knobs were
+checked before anything ran (PROBE.check_knobs) and two usable CPUs are a declared requirement.
+"""
+
+from __future__ import annotations
+
+from functools import partial
+from typing import Any, Callable, Sequence
+
+from perfprobe.bind import usable_cpus
+from perfprobe.probe import ProbeContext
+from perfprobe.probes.falseshare.plan import (
+    DEFAULT_MAX_SPACING,
+    PRESETS,
+    RETRIES,
+    Case,
+    Settings,
+    cpu_cores,
+    pair_cpus,
+    placement_order,
+    plan_cases,
+    shared_cores,
+    spacings,
+    thread_counts,
+)
+from perfprobe.stats import summarize
+
+
+def measure(ctx: ProbeContext) -> dict[str, Any]:
+    """Time every case (interleaved repeats, medians) and the core-to-core pairs."""
+    from perfprobe.kernels import falseshare_kernels as kernels
+
+    knobs = ctx.config.options
+    widths = spacings(knobs.max_spacing or DEFAULT_MAX_SPACING)
+    usable = usable_cpus(ctx.host)
+    settings = ctx.config.preset(PRESETS)
+    cores = cpu_cores(ctx.host)
+    order = placement_order(usable, cores)
+    counts = thread_counts(len(usable), knobs.threads)
+    cases = plan_cases(order, counts, widths)
+    results = _time_cases(ctx, kernels, cases, settings, knobs.iterations)
+    ok, how = kernels.plain_loop_touches_memory()
+    return {
+        "method": "pinned threads, spin barrier, clock_gettime(CLOCK_MONOTONIC) in the kernel; "
+                  "ns/update = (last thread end - first thread start) / iterations per thread; "
+                  f"a run where a thread had < 90% of its wall time on the CPU is retried {RETRIES}x",
+        "threads": max(counts), "thread_counts": counts, "usable_cpus": usable,
+        "placement": {str(t): {"cpus": list(order[:t]), "smt_shared": shared_cores(order[:t], cores)}
+                      for t in counts},
+        "spacings_bytes": widths, "cases": results,
+        "plain_check": {"touches_memory": ok, "how": how},
+        "pingpong": _pingpong(ctx, kernels, order, settings),
+        "repeats": settings.repeats, "quick": ctx.quick,
+    }
+
+
+def _time_cases(ctx: ProbeContext, kernels: Any, cases: Sequence[Case], settings: Settings,
+                iterations: int | None) -> list[dict[str, Any]]:
+    """Warm up and size each case, then run the repeats round-robin so drift hits all alike."""
+    with ctx.progress("false sharing: warm-up", len(cases)) as task:
+        iters = [iterations or _size_run(kernels, c, settings.run_ms, task.advance) for c in cases]
+    samples: list[list[float]] = [[] for _ in cases]
+    disturbed = [0] * len(cases)
+    with ctx.progress("false sharing", settings.repeats * len(cases)) as task:
+        for _ in range(settings.repeats):
+            for i, c in enumerate(cases):
+                run = _undisturbed(partial(kernels.run_counters, c.cpus, c.spacing_bytes, iters[i], c.kind))
+                samples[i].append(run.span_ns / iters[i])
+                disturbed[i] += run.preempted
+                task.advance()
+    return [{"kind": c.kind, "threads": len(c.cpus), "cpus": list(c.cpus), "spacing_bytes": c.spacing_bytes,
+             "iterations": n, "ns_per_update": summarize(s), "disturbed_runs": d}
+            for c, n, s, d in zip(cases, iters, samples, disturbed)]
+
+
+def _undisturbed(run: Callable[[], Any], retries: int = RETRIES) -> Any:
+    """A run in which no thread was preempted, trying up to `retries` more times; else the last."""
+    result = run()
+    for _ in range(retries):
+        if not result.preempted:
+            break
+        result = run()
+    return result
+
+
+def _size_run(kernels: Any, case: Case, run_ms: float, done: Callable[[], None]) -> int:
+    """Iterations for a run of about `run_ms`, from two short warm-up runs (compile, caches)."""
+    probe = 20_000
+    for _ in range(2):
+        span = kernels.run_counters(case.cpus, case.spacing_bytes, probe, case.kind).span_ns
+    done()
+    return max(10_000, int(run_ms * 1e6 / max(span / probe, 0.05)))
+
+
+def _pingpong(ctx: ProbeContext, kernels: Any, order: Sequence[int], settings: Settings) -> dict[str, Any]:
+    """One-way handoff time (half a round trip) of one flag's line, for each pair of CPUs."""
+    cpus, sampled = pair_cpus(order, settings.max_pair_cpus)
+    pairs = [(a, b) for i, a in enumerate(cpus) for b in cpus[i + 1:]]
+    out = []
+    with ctx.progress("core to core", len(pairs)) as task:
+        for a, b in pairs:
+            probe = kernels.run_pingpong(a, b, 2_000).span_ns / 2_000
+            rounds = max(1_000, int(settings.pingpong_ms * 1e6 / max(probe, 1.0)))
+            runs = [_undisturbed(partial(kernels.run_pingpong, a, b, rounds))
+                    for _ in range(settings.pingpong_repeats)]
+            out.append({"a": a, "b": b, "rounds": rounds, "disturbed_runs": sum(r.preempted for r in runs),
+                        "one_way_ns": summarize([r.span_ns / rounds / 2 for r in runs])})
+            task.advance()
+    return {"cpus": cpus, "sampled": sampled, "usable": len(order), "pairs": out}

@@ -1,0 +1,130 @@
+"""Judgement for `perfprobe falseshare`: pure rules from recorded numbers + host facts to findings.
+
+Rules (documented in docs/probes/falseshare.md), in the order of RULES:
+- placement: where the threads ran (pass, information).
+- destructive distance: the smallest spacing from which every wider spacing costs within 15% of
+  the widest (atomic updates). Beyond the reported line size: warn (pad to the distance, not the line).
+- no contention: the 8-byte spacing and true sharing both cost under 1.5x the widest: warn (the
+  threads did not contend, so the distance says nothing).
+- scaling: padded counters with T threads must each run at >= 80% of one thread's speed (atomic
+  updates), else warn.
+- the plain loop must be shown to touch memory on every iteration, else warn.
+- busy host: more than 20% of the kept runs had a thread preempted (after retries): warn.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable, Mapping, Sequence
+
+from perfprobe.host.facts import Facts
+from perfprobe.model import Finding, Verdict
+from perfprobe.probes.falseshare.figures import (
+    FalseshareRaw,
+    atomic_costs,
+    case,
+    distance_and_padding,
+    disturbed_fraction,
+    efficiency,
+    median,
+    slowdowns,
+    typed,
+)
+
+NO_CONTENTION = 1.5      # slowdown below this at 8 B and for true sharing: no interference seen
+MIN_EFFICIENCY = 0.80    # padded counters: per-thread speed with T threads vs one thread alone
+MAX_DISTURBED = 0.20     # share of kept runs in which a thread was preempted, above which: warn
+
+Rule = Callable[[FalseshareRaw, Facts], list[Finding]]
+
+
+def rule_placement(raw: FalseshareRaw, host: Facts) -> list[Finding]:
+    """Where the threads ran: distinct physical cores, or SMT siblings when T exceeds the cores."""
+    parts = []
+    for t in raw["thread_counts"]:
+        place = raw["placement"][str(t)]
+        where = (f"SMT siblings share a core: {place['smt_shared']}" if place["smt_shared"]
+                 else "distinct physical cores")
+        parts.append(f"{t} threads on CPUs {cpu_list(place['cpus'])} ({where})")
+    return [Finding(Verdict.PASS, "placement: " + "; ".join(parts))]
+
+
+def cpu_list(cpus: Sequence[int]) -> str:
+    return ", ".join(map(str, cpus)) if len(cpus) <= 8 else f"{cpus[0]}, {cpus[1]}, ... {cpus[-1]} ({len(cpus)})"
+
+
+def rule_distance(raw: FalseshareRaw, host: Facts) -> list[Finding]:
+    """Where interference ends against the reported line, and what to pad to."""
+    distance, line, pad = distance_and_padding(raw, host)
+    widest = max(atomic_costs(raw))
+    code = (f"C++: struct alignas({pad}) Counter {{ std::atomic<long> n; }}; numpy: one int64 every "
+            f"{pad // 8} elements, or np.dtype([('n', 'i8'), ('pad', 'V{pad - 8}')])")
+    reach = (f" and may reach further: rerun with --max-spacing {2 * widest}" if distance == widest else "")
+    if line is None:
+        return [Finding(Verdict.PASS, f"counters {distance} B or more apart do not interfere{reach} "
+                        "(the line size is not reported)", f"pad per-thread data to {pad} B. {code}")]
+    if distance > line:
+        return [Finding(Verdict.WARN, f"false sharing reaches {distance} B, beyond the {line}-byte line{reach}: "
+                        "padding to the line is not enough here (adjacent-line prefetch pairs lines)",
+                        f"pad per-thread data to {pad} B, not {line}. {code}")]
+    return [Finding(Verdict.PASS, f"counters {distance} B or more apart do not interfere; "
+                    f"the {line}-byte line is the padding to use", f"pad per-thread data to {pad} B. {code}")]
+
+
+def rule_contention(raw: FalseshareRaw, host: Facts) -> list[Finding]:
+    """No slowdown at 8 B nor for one shared counter: the threads did not contend."""
+    atomic = atomic_costs(raw)
+    narrow = slowdowns(atomic)[min(atomic)]
+    shared = case(raw, "atomic", raw["threads"], 0)
+    true = median(shared) / atomic[max(atomic)] if shared else narrow
+    if narrow >= NO_CONTENTION or true >= NO_CONTENTION:
+        return []
+    return [Finding(Verdict.WARN, f"no false sharing measured: {min(atomic)} B costs {narrow:.2f}x and "
+                    f"one shared counter {true:.2f}x the widest spacing, so the threads hardly contended",
+                    "the distance is not meaningful here: the CPUs may be SMT siblings or time-shared "
+                    "by a hypervisor; rerun on dedicated cores")]
+
+
+def rule_scaling(raw: FalseshareRaw, host: Facts) -> list[Finding]:
+    """Judged on atomic updates only: a plain increment's speed alone swings several-fold with
+    code alignment and store-forwarding fast paths, so its efficiency is reported, not judged."""
+    threads, smt = raw["threads"], raw["placement"][str(raw["threads"])]["smt_shared"]
+    eff = efficiency(raw, "atomic")
+    if eff is None:
+        return []
+    if eff >= MIN_EFFICIENCY:
+        return [Finding(Verdict.PASS, f"padded counters scale: {threads} threads each keep {eff:.0%} "
+                        "of one thread's speed (atomic updates)")]
+    why = (f"SMT siblings share a core here ({smt})" if smt else
+           "the CPUs may be hyperthreads or time-shared in a VM, or other work is running")
+    return [Finding(Verdict.WARN, f"padded counters do not scale: with {threads} threads each atomic update "
+                    f"runs at {eff:.0%} of one thread's speed",
+                    f"{why}; expect parallel per-thread counters to scale no better")]
+
+
+def rule_plain_check(raw: FalseshareRaw, host: Facts) -> list[Finding]:
+    """The plain loop must load and store memory every iteration, or its figures mean nothing."""
+    check = raw.get("plain_check") or {}
+    if check.get("touches_memory", True):
+        return []
+    return [Finding(Verdict.WARN, f"plain-update figures are unreliable: {check.get('how', '')}",
+                    "report this with `perfprobe falseshare --json` output")]
+
+
+def rule_busy(raw: FalseshareRaw, host: Facts) -> list[Finding]:
+    """Other work preempting the threads in too many kept runs makes every figure doubtful."""
+    share = disturbed_fraction(raw)
+    if share <= MAX_DISTURBED:
+        return []
+    return [Finding(Verdict.WARN, f"other work took these CPUs during {share:.0%} of the timed runs "
+                    "(even after retries): the figures are unreliable",
+                    "rerun on an idle host (stop other jobs; in a VM, ask for dedicated vCPUs)")]
+
+
+RULES: tuple[Rule, ...] = (rule_placement, rule_distance, rule_contention, rule_scaling, rule_plain_check,
+                           rule_busy)
+
+
+def findings(raw: Mapping[str, Any], host: Facts) -> tuple[Finding, ...]:
+    """Every rule's findings, in rule order."""
+    numbers = typed(raw)
+    return tuple(f for rule in RULES for f in rule(numbers, host))
