@@ -16,10 +16,12 @@ from typing import Any
 import numpy as np
 import pytest
 
+from perfprobe.budget import MemoryBudget
 from perfprobe.config import Knobs, RunConfig
 from perfprobe.kernels.uvm_kernels import pattern
 from perfprobe.probe import GpuUnavailable, ProbeContext, ProbeSkipped
 from perfprobe.probes import uvm
+from perfprobe.probes.uvm import measure, plan
 from perfprobe.progress import null_progress
 
 MiB = 1 << 20
@@ -177,14 +179,14 @@ def no_bindings(monkeypatch: pytest.MonkeyPatch) -> None:
 def test_without_cupy_measure_says_gpu_unavailable(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setitem(sys.modules, "cupy", None)
     with pytest.raises(GpuUnavailable, match="cupy"):
-        uvm.measure(_ctx())
+        measure.measure(_ctx())
 
 
 def test_every_path_runs_checks_its_sum_and_frees_its_memory(monkeypatch: pytest.MonkeyPatch,
                                                              no_bindings: None) -> None:
     cupy = fake_cupy(host_location_fails=False)
     monkeypatch.setitem(sys.modules, "cupy", cupy)
-    raw = uvm.measure(_ctx())
+    raw = measure.measure(_ctx())
     assert cupy.cuda.runtime.live == {}
     measured = {name for name, entry in raw["paths"].items() if "time_s" in entry}
     assert measured == {"managed_on_demand", "managed_prefetch", "managed_advise_preferred_gpu",
@@ -202,7 +204,7 @@ def test_host_location_failure_without_bindings_skips_only_those_paths(
         monkeypatch: pytest.MonkeyPatch, no_bindings: None) -> None:
     cupy = fake_cupy(host_location_fails=True)
     monkeypatch.setitem(sys.modules, "cupy", cupy)
-    raw = uvm.measure(_ctx())
+    raw = measure.measure(_ctx())
     assert cupy.cuda.runtime.live == {}
     for name in ("host_prefetch", "managed_advise_accessed_by"):
         assert raw["paths"][name]["unavailable"] is True
@@ -217,25 +219,37 @@ def test_host_location_failure_without_bindings_skips_only_those_paths(
 def test_attributes_gate_paths(monkeypatch: pytest.MonkeyPatch) -> None:
     cupy = fake_cupy({89: 0, 88: 0})  # no concurrentManagedAccess, no pageableMemoryAccess
     monkeypatch.setitem(sys.modules, "cupy", cupy)
-    raw = uvm.measure(_ctx())
+    raw = measure.measure(_ctx())
     assert "concurrentManagedAccess" in raw["paths"]["managed_prefetch"]["skipped"]
     assert "pageableMemoryAccess" in raw["paths"]["pageable_direct"]["skipped"]
     assert "time_s" in raw["paths"]["managed_on_demand"]
     assert not any("prefetch" in call for call in cupy.cuda.runtime.calls)
 
 
+def _budgets(device_free: int, host_available: int) -> tuple[MemoryBudget, MemoryBudget]:
+    return (MemoryBudget(device_free // 4, "a quarter of the device's free memory"),
+            MemoryBudget(host_available // 4, "a quarter of the host's available memory"))
+
+
 def test_choose_size_defaults_and_caps() -> None:
-    assert uvm.choose_size(None, False, 140 << 30, 100 << 30) == (4 << 30, None)
-    assert uvm.choose_size(None, True, 140 << 30, 100 << 30) == (256 * MiB, None)
-    size, note = uvm.choose_size(None, False, 8 << 30, 100 << 30)
-    assert size == 2 << 30 and "GPU's free memory" in (note or "")
-    size, note = uvm.choose_size(3 * MiB + 5, False, 8 << 30, 8 * MiB)
-    assert size == 2 * MiB and "host's available memory" in (note or "")
+    assert plan.choose_size(None, plan.PRESETS.full, *_budgets(140 << 30, 100 << 30)) == (4 << 30, None)
+    assert plan.choose_size(None, plan.PRESETS.quick, *_budgets(140 << 30, 100 << 30)) == (256 * MiB, None)
+    size, note = plan.choose_size(None, plan.PRESETS.full, *_budgets(8 << 30, 100 << 30))
+    assert size == 2 << 30 and note == "capped at a quarter of the device's free memory"
+    size, note = plan.choose_size(3 * MiB + 5, plan.PRESETS.full, *_budgets(8 << 30, 8 * MiB))
+    assert size == 2 * MiB and note == "capped at a quarter of the host's available memory"
 
 
 def test_choose_size_skips_when_nothing_fits() -> None:
     with pytest.raises(ProbeSkipped, match="too little free memory"):
-        uvm.choose_size(None, False, 3 * MiB, 100 << 30)
+        plan.choose_size(None, plan.PRESETS.full, *_budgets(3 * MiB, 100 << 30))
+
+
+def test_test_knobs_override_the_preset() -> None:
+    counts = plan.counts(Knobs(repeats=5, passes=2), plan.PRESETS.full)
+    assert (counts.repeats, counts.passes) == (5, 2)
+    counts = plan.counts(Knobs(), plan.PRESETS.quick)
+    assert (counts.repeats, counts.passes) == (plan.REPEATS, plan.DEFAULT_PASSES)
 
 
 def fake_bindings(monkeypatch: pytest.MonkeyPatch, cuda12: bool = False,
@@ -287,7 +301,7 @@ def test_host_locations_fall_back_to_cuda_bindings_once(monkeypatch: pytest.Monk
     calls = fake_bindings(monkeypatch, cuda12=cuda12)
     cupy = fake_cupy(host_location_fails=True)
     monkeypatch.setitem(sys.modules, "cupy", cupy)
-    raw = uvm.measure(_ctx())
+    raw = measure.measure(_ctx())
     assert "time_s" in raw["paths"]["host_prefetch"]
     assert "time_s" in raw["paths"]["managed_advise_accessed_by"]
     assert raw["api_used"]["prefetch to host"].startswith("cuda.bindings")
@@ -301,7 +315,7 @@ def test_host_locations_fall_back_to_cuda_bindings_once(monkeypatch: pytest.Monk
 def test_a_failing_fallback_skips_the_path_with_cudas_message(monkeypatch: pytest.MonkeyPatch) -> None:
     fake_bindings(monkeypatch, fails=True)
     monkeypatch.setitem(sys.modules, "cupy", fake_cupy(host_location_fails=True))
-    raw = uvm.measure(_ctx())
+    raw = measure.measure(_ctx())
     entry = raw["paths"]["host_prefetch"]
     assert entry["unavailable"] and "cudaErrorInvalidValue: invalid argument" in entry["skipped"]
 

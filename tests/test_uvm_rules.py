@@ -13,7 +13,8 @@ import pytest
 
 from perfprobe import cli, load_schema
 from perfprobe.model import Verdict
-from perfprobe.probes import uvm, uvm_rules
+from perfprobe.probes import uvm
+from perfprobe.probes.uvm import figures
 
 DATA = Path(__file__).parent / "data"
 RECORDINGS = sorted(DATA.glob("uvm_h200_*.json"))
@@ -54,10 +55,10 @@ def test_every_h200_recording_warns_about_on_demand_and_prefetch_to_host(path: P
 
 def test_figures_of_the_1gib_run_match_the_recorded_times() -> None:
     raw = recorded("uvm_h200_1g_run1.json")
-    assert uvm_rules.slowdown(raw, "managed_on_demand", "managed_prefetch") == pytest.approx(5.33, abs=0.01)
-    assert uvm_rules.gbs(raw, "explicit_copy") == pytest.approx(54.7, abs=0.1)
-    assert uvm_rules.ratio_to_reference(raw, "managed_prefetch") == pytest.approx(0.902, abs=0.001)
-    assert uvm_rules.move_s(raw, "host_prefetch") == pytest.approx(0.06645, abs=1e-5)
+    assert figures.slowdown(raw, "managed_on_demand", "managed_prefetch") == pytest.approx(5.33, abs=0.01)
+    assert figures.gbs(raw, "explicit_copy") == pytest.approx(54.7, abs=0.1)
+    assert figures.ratio_to_reference(raw, "managed_prefetch") == pytest.approx(0.902, abs=0.001)
+    assert figures.move_s(raw, "host_prefetch") == pytest.approx(0.06645, abs=1e-5)
     verdict, message, _ = find(raw, "slower on demand (page faults)")
     assert message.startswith("GPU reads of host-written managed memory are 5.3× slower")
     assert "9.27 GB/s against 49.4 GB/s" in message
@@ -120,7 +121,7 @@ def test_break_even_passes_arithmetic() -> None:
         "explicit_copy": {"time_s": {"median": 0.020}},          # copy 0.019 + kernel 0.001
         "explicit_copy_passes": {"time_s": {"median": 0.027}},   # copy 0.019 + 8 × 0.001
         "zero_copy_passes": {"time_s": {"median": 0.080}}}}      # 0.010 per pass
-    assert uvm_rules.break_even_passes(raw) == pytest.approx(0.019 / 0.009)
+    assert figures.break_even_passes(raw) == pytest.approx(0.019 / 0.009)
 
 
 def test_zero_copy_slower_even_for_one_pass() -> None:

@@ -1,5 +1,6 @@
 """The uvm probe's access paths, each timed end to end: from data written on one side to the sum
-computed on the other. Only numbers come out of here.
+computed on the other. Only numbers come out of here; only measure.py imports this module (it
+drives the kernels of perfprobe/kernels/uvm_kernels.py and uvm_memory.py and imports no cupy).
 
 GPU-side paths are timed with CUDA events on one stream (prefetches and copies included, host
 initialisation excluded); host-side paths (the way back) with the host clock around the prefetch or
@@ -20,12 +21,21 @@ from typing import Any, Callable
 import numpy as np
 
 from perfprobe.kernels.uvm_kernels import GpuKernels, expected_sum, host_fill, host_sum_parallel, pattern
-from perfprobe.kernels.uvm_memory import (ADVISE_SET_ACCESSED_BY, ADVISE_SET_PREFERRED_LOCATION, HOST,
-                                          UvmApi, device_buffer, host_view, managed, mapped_pinned,
-                                          wait)
+from perfprobe.kernels.uvm_memory import (
+    ADVISE_SET_ACCESSED_BY,
+    ADVISE_SET_PREFERRED_LOCATION,
+    HOST,
+    UvmApi,
+    device_buffer,
+    host_view,
+    managed,
+    mapped_pinned,
+    wait,
+)
 from perfprobe.stats import summarize
 
 Step = Callable[[int], dict[str, float]]
+Times = dict[str, dict[str, float]]
 _H2D, _D2H = 1, 2  # cudaMemcpyHostToDevice, cudaMemcpyDeviceToHost
 
 
@@ -67,7 +77,7 @@ class Bench:
         self.cupy.cuda.runtime.memcpyAsync(dst, src, self.size, kind, self.stream.ptr)
 
 
-def run_steps(step: Step, repeats: int) -> dict[str, dict[str, float]]:
+def run_steps(step: Step, repeats: int) -> Times:
     """One warm-up, then `repeats` timed runs, each with its own salt; a summary per timed part."""
     step(1)
     samples = [step(salt) for salt in range(2, repeats + 2)]
@@ -103,13 +113,13 @@ def _gpu_read(b: Bench, ptr: int, view: np.ndarray, what: str,
     return _read_step(b, view, ptr, what, before)
 
 
-def managed_on_demand(b: Bench) -> dict:
+def managed_on_demand(b: Bench) -> Times:
     """GPU reads host-written managed memory; pages migrate on the GPU's page faults."""
     with managed(b.cupy, b.size) as ptr:
         return run_steps(_gpu_read(b, ptr, host_view(ptr, b.size), "managed on demand"), b.repeats)
 
 
-def managed_prefetch(b: Bench) -> dict:
+def managed_prefetch(b: Bench) -> Times:
     """Same, after cudaMemPrefetchAsync to the GPU (the prefetch is inside the timed region)."""
     with managed(b.cupy, b.size) as ptr:
         prefetch = lambda: b.api.prefetch(ptr, b.size, b.device, b.stream.ptr)  # noqa: E731
@@ -117,14 +127,14 @@ def managed_prefetch(b: Bench) -> dict:
                          b.repeats)
 
 
-def managed_advise_preferred_gpu(b: Bench) -> dict:
+def managed_advise_preferred_gpu(b: Bench) -> Times:
     """On demand, with cudaMemAdviseSetPreferredLocation = this GPU set once beforehand."""
     with managed(b.cupy, b.size) as ptr:
         b.api.advise(ptr, b.size, ADVISE_SET_PREFERRED_LOCATION, b.device)
         return run_steps(_gpu_read(b, ptr, host_view(ptr, b.size), "advise preferred GPU"), b.repeats)
 
 
-def managed_advise_accessed_by(b: Bench) -> dict:
+def managed_advise_accessed_by(b: Bench) -> Times:
     """Preferred location host + accessed-by this GPU: the GPU reads host pages in place."""
     with managed(b.cupy, b.size) as ptr:
         b.api.advise(ptr, b.size, ADVISE_SET_PREFERRED_LOCATION, HOST)
@@ -132,13 +142,13 @@ def managed_advise_accessed_by(b: Bench) -> dict:
         return run_steps(_gpu_read(b, ptr, host_view(ptr, b.size), "advise accessed-by"), b.repeats)
 
 
-def pageable_direct(b: Bench) -> dict:
+def pageable_direct(b: Bench) -> Times:
     """The kernel reads plain numpy (malloc'd, pageable) memory through its host pointer."""
     array = np.empty(b.size // 4, dtype=np.uint32)  # freed when this returns or raises
     return run_steps(_gpu_read(b, array.ctypes.data, array, "pageable direct"), b.repeats)
 
 
-def pinned_paths(b: Bench) -> dict[str, dict]:
+def pinned_paths(b: Bench) -> dict[str, Times]:
     """Explicit copy (the reference), device memory, zero-copy; 1 pass and `passes` passes."""
     with mapped_pinned(b.cupy, b.size) as (host_ptr, mapped_ptr), device_buffer(b.cupy, b.size) as dev:
         view = host_view(host_ptr, b.size)
@@ -171,20 +181,20 @@ def _device_read(b: Bench, dev: int) -> Step:
     return step
 
 
-def host_on_demand(b: Bench) -> dict:
+def host_on_demand(b: Bench) -> Times:
     """The way back: host threads read GPU-written managed memory; pages fault back."""
     with managed(b.cupy, b.size) as ptr:
         return run_steps(_host_read(b, ptr, host_view(ptr, b.size), None), b.repeats)
 
 
-def host_prefetch(b: Bench) -> dict:
+def host_prefetch(b: Bench) -> Times:
     """Same, after cudaMemPrefetchAsync to the host (the prefetch is inside the timed region)."""
     with managed(b.cupy, b.size) as ptr:
         to_host = lambda: b.api.prefetch(ptr, b.size, HOST, b.stream.ptr)  # noqa: E731
         return run_steps(_host_read(b, ptr, host_view(ptr, b.size), to_host), b.repeats)
 
 
-def host_reference_reads(b: Bench) -> dict[str, dict]:
+def host_reference_reads(b: Bench) -> dict[str, Times]:
     """References for the way back: device memory copied to pinned then read; pinned read alone."""
     with mapped_pinned(b.cupy, b.size) as (host_ptr, _), device_buffer(b.cupy, b.size) as dev:
         view = host_view(host_ptr, b.size)

@@ -1,15 +1,14 @@
 """The uvm probe's numbers laid out for people and machines: tables, metrics, summary, key figure.
 
-Pure, like the rules: everything comes from the recorded raw numbers (see uvm_rules for figures).
+Pure, like the rules: everything comes from the recorded raw numbers through figures.py.
 """
 
 from __future__ import annotations
 
-from typing import Any, Mapping
+from typing import Any
 
-from perfprobe.model import Assessment, Cell, Metric, Table
-from perfprobe.probes.uvm_rules import (PASSES, TO_GPU, TO_HOST, findings, gbs, move_s,
-                                        ratio_to_reference)
+from perfprobe.model import Cell, Metric, Table
+from perfprobe.probes.uvm.figures import PASSES, TO_GPU, TO_HOST, Raw, gbs, move_s, path_entry, ratio_to_reference
 
 HOW = {
     "managed_on_demand": "host-written managed; GPU faults it in",
@@ -38,13 +37,7 @@ MEANING = {
 }
 
 
-def assess(raw: Mapping[str, Any], host: Mapping[str, Any]) -> Assessment:
-    """The uvm Assessment: a table per direction, metrics, findings with advice."""
-    return Assessment(summary=summary(raw), metrics=metrics(raw), findings=tuple(findings(raw)),
-                      tables=tables(raw), facts=facts(raw), key_figure=key_figure(raw))
-
-
-def summary(raw: Mapping[str, Any]) -> str:
+def summary(raw: Raw) -> str:
     name = (raw.get("device") or {}).get("name") or "GPU"
     size = _mib(raw.get("size_bytes"))
     return (f"{name}, {size}: GPU reads host-written data on demand at "
@@ -53,14 +46,14 @@ def summary(raw: Mapping[str, Any]) -> str:
             f"{_num(gbs(raw, 'explicit_copy'))}")
 
 
-def key_figure(raw: Mapping[str, Any]) -> str:
+def key_figure(raw: Raw) -> str:
     ratios = [(label, ratio_to_reference(raw, path)) for label, path in
               (("on-demand", "managed_on_demand"), ("prefetch", "managed_prefetch"))]
     shown = [f"{label} {value:.2f}× copy" for label, value in ratios if value is not None]
     return ", ".join(shown) or "n/a"
 
 
-def metrics(raw: Mapping[str, Any]) -> dict[str, Metric]:
+def metrics(raw: Raw) -> dict[str, Metric]:
     """gbs.<path>, ratio.<path> (to the explicit-copy reference), time_ms.<path>, attr.<name>."""
     out: dict[str, Metric] = {"size_bytes": Metric(raw.get("size_bytes"), "bytes")}
     for path in (*TO_GPU, *PASSES, *TO_HOST):
@@ -70,13 +63,13 @@ def metrics(raw: Mapping[str, Any]) -> dict[str, Metric]:
         out[f"gbs.{path}"] = Metric(round(speed, 3), "GB/s")
         ratio = ratio_to_reference(raw, path)
         out[f"ratio.{path}"] = Metric(None if ratio is None else round(ratio, 3), "ratio")
-        out[f"time_ms.{path}"] = Metric(round(raw["paths"][path]["time_s"]["median"] * 1e3, 3), "ms")
+        out[f"time_ms.{path}"] = Metric(round(float(path_entry(raw, path)["time_s"]["median"]) * 1e3, 3), "ms")
     for name, value in (raw.get("attributes") or {}).items():
         out[f"attr.{name}"] = Metric(int(value), "flag")
     return out
 
 
-def tables(raw: Mapping[str, Any]) -> tuple[Table, ...]:
+def tables(raw: Raw) -> tuple[Table, ...]:
     size = _mib(raw.get("size_bytes"))
     columns = ("path", "how", "ms (median)", "ms min–max", "moving ms", "GB/s", "× copy")
     return (
@@ -92,7 +85,7 @@ def tables(raw: Mapping[str, Any]) -> tuple[Table, ...]:
     )
 
 
-def facts(raw: Mapping[str, Any]) -> dict[str, Any]:
+def facts(raw: Raw) -> dict[str, Any]:
     device = raw.get("device") or {}
     return {"gpu": device.get("name"), "device": device.get("index"),
             "compute_capability": device.get("compute_capability"),
@@ -103,8 +96,8 @@ def facts(raw: Mapping[str, Any]) -> dict[str, Any]:
             "api_used": raw.get("api_used") or {}, "api_notes": raw.get("api_notes") or []}
 
 
-def _row(raw: Mapping[str, Any], path: str) -> tuple[Cell, ...]:
-    entry = (raw.get("paths") or {}).get(path) or {}
+def _row(raw: Raw, path: str) -> tuple[Cell, ...]:
+    entry = path_entry(raw, path)
     if "time_s" not in entry:
         return (path, f"skipped: {entry.get('skipped', 'not measured')}", None, None, None, None, None)
     t, moving = entry["time_s"], move_s(raw, path)
@@ -113,7 +106,7 @@ def _row(raw: Mapping[str, Any], path: str) -> tuple[Cell, ...]:
             _round(gbs(raw, path)), _round(ratio_to_reference(raw, path)))
 
 
-def _pass_rows(raw: Mapping[str, Any]) -> tuple[tuple[Cell, ...], ...]:
+def _pass_rows(raw: Raw) -> tuple[tuple[Cell, ...], ...]:
     rows = []
     for zero, copy, passes in (("zero_copy", "explicit_copy", 1),
                                ("zero_copy_passes", "explicit_copy_passes", raw.get("passes"))):
@@ -122,7 +115,7 @@ def _pass_rows(raw: Mapping[str, Any]) -> tuple[tuple[Cell, ...], ...]:
     return tuple(rows)
 
 
-def _threads(raw: Mapping[str, Any]) -> str:
+def _threads(raw: Raw) -> str:
     count = raw.get("host_threads")
     return f", {count} host thread{'s' if count != 1 else ''}" if count else ""
 

@@ -1,15 +1,16 @@
-"""Judgement of the uvm probe: pure functions from recorded numbers to findings with advice.
+"""Judgement of the uvm probe: pure rules from recorded numbers to findings with advice.
 
-Every figure is computed here from the raw times (GB/s = bytes / median time), so numbers recorded
-on any host give the same findings. Thresholds are in THRESHOLDS and in the rule table of
-docs/probes/uvm.md; uvm_report lays the same figures out as tables and metrics.
+Thresholds are in THRESHOLDS and in the rule table of docs/probes/uvm.md; RULES lists the rules in
+that table's order. The figures (GB/s, ratios, break-even) come from figures.py, as the tables' do.
 """
 
 from __future__ import annotations
 
-from typing import Any, Mapping
+from typing import Callable
 
+from perfprobe.host.facts import Facts
 from perfprobe.model import Finding, Verdict
+from perfprobe.probes.uvm.figures import Raw, attribute, break_even_passes, gbs, move_s, ratio_to_reference, slowdown
 
 THRESHOLDS = {
     "on_demand_slowdown": 2.0,       # on-demand time ÷ prefetched time at or above this: warn
@@ -20,90 +21,16 @@ THRESHOLDS = {
     "advice_gain": 1.5,              # advised ÷ plain on-demand GB/s below this: advice did not help
 }
 
-TO_GPU = ("managed_on_demand", "managed_prefetch", "managed_advise_preferred_gpu",
-          "managed_advise_accessed_by", "pageable_direct", "zero_copy", "explicit_copy",
-          "device_memory")
-TO_HOST = ("host_on_demand", "host_prefetch", "host_explicit_copy", "host_local")
-PASSES = ("zero_copy_passes", "explicit_copy_passes")
-REFERENCE = {**{p: "explicit_copy" for p in TO_GPU}, **{p: "host_explicit_copy" for p in TO_HOST},
-             **{p: "explicit_copy_passes" for p in PASSES}}
-
-def median_s(raw: Mapping[str, Any], path: str, part: str = "time_s") -> float | None:
-    """The median of `path`'s end-to-end time (or of one timed `part`, e.g. "move_s"), or None
-    when the path was skipped or the part not recorded."""
-    entry = (raw.get("paths") or {}).get(path) or {}
-    value = (entry.get(part) or {}).get("median")
-    return float(value) if value else None
-
-
-MOVE_PARTS = ("prefetch_s", "copy_s", "move_s")
-"""The timed part of a path that moves the data (a prefetch or a copy), whichever it recorded."""
-
-
-def move_s(raw: Mapping[str, Any], path: str) -> float | None:
-    """The median time a path spent moving data (prefetch or copy), None when it has no such part."""
-    return next((t for t in (median_s(raw, path, part) for part in MOVE_PARTS) if t), None)
-
-
-def gbs(raw: Mapping[str, Any], path: str) -> float | None:
-    """Effective GB/s of `path`: bytes its reader consumed ÷ median end-to-end time."""
-    seconds = median_s(raw, path)
-    entry = (raw.get("paths") or {}).get(path) or {}
-    return entry["bytes"] / seconds / 1e9 if seconds and entry.get("bytes") else None
-
-
-def ratio_to_reference(raw: Mapping[str, Any], path: str) -> float | None:
-    """GB/s of `path` ÷ GB/s of its reference (explicit copy): above 1 is faster than copying."""
-    mine, ref = gbs(raw, path), gbs(raw, REFERENCE[path])
-    return mine / ref if mine and ref else None
-
-
-def slowdown(raw: Mapping[str, Any], slow: str, fast: str) -> float | None:
-    """Median time of `slow` ÷ median time of `fast` (None when either is missing)."""
-    a, b = median_s(raw, slow), median_s(raw, fast)
-    return a / b if a and b else None
-
-
-def break_even_passes(raw: Mapping[str, Any]) -> float | None:
-    """Passes at which copy-then-read catches up with zero-copy, from the 1- and N-pass times.
-
-    zero-copy costs z per pass; copy-then-read costs c once plus k per pass (k from the difference
-    between its N-pass and 1-pass times): n* = c / (z - k). None when zero-copy never loses.
-    """
-    passes = int(raw.get("passes") or 0)
-    one, many = median_s(raw, "explicit_copy"), median_s(raw, "explicit_copy_passes")
-    zero_many = median_s(raw, "zero_copy_passes")
-    if passes < 2 or not (one and many and zero_many):
-        return None
-    per_pass_device = (many - one) / (passes - 1)
-    copy_once = max(one - per_pass_device, 0.0)
-    per_pass_zero = zero_many / passes
-    if per_pass_zero <= per_pass_device:
-        return None
-    return copy_once / (per_pass_zero - per_pass_device)
-
-
-def findings(raw: Mapping[str, Any]) -> list[Finding]:
-    """Every rule's finding, in the order of the rule table in docs/probes/uvm.md."""
-    rules = (_managed_support, _on_demand, _prefetch_vs_copy, _advice, _host_on_demand,
-             _host_prefetch_vs_copy, _zero_copy, _pageable, _unavailable_paths, _size_note)
-    return [finding for rule in rules for finding in rule(raw)]
-
 
 def _gb(value: float | None) -> str:
     return "n/a" if value is None else f"{value:.3g} GB/s"
 
 
-def _attr(raw: Mapping[str, Any], name: str) -> int | None:
-    value = (raw.get("attributes") or {}).get(name)
-    return None if value is None else int(value)
-
-
-def _managed_support(raw: Mapping[str, Any]) -> list[Finding]:
-    if _attr(raw, "managedMemory") == 0:
+def rule_managed_support(raw: Raw, host: Facts) -> list[Finding]:
+    if attribute(raw, "managedMemory") == 0:
         return [Finding(Verdict.WARN, "this GPU cannot allocate managed (unified) memory",
                         "move data with explicit copies from pinned memory (cudaMemcpyAsync)")]
-    if _attr(raw, "concurrentManagedAccess") == 0:
+    if attribute(raw, "concurrentManagedAccess") == 0:
         return [Finding(
             Verdict.WARN, "no concurrent managed access: managed memory is all-or-nothing here — "
             "each launch migrates managed data wholesale, the CPU must not touch it while any kernel "
@@ -112,7 +39,7 @@ def _managed_support(raw: Mapping[str, Any]) -> list[Finding]:
     return []
 
 
-def _on_demand(raw: Mapping[str, Any]) -> list[Finding]:
+def rule_on_demand(raw: Raw, host: Facts) -> list[Finding]:
     ratio = slowdown(raw, "managed_on_demand", "managed_prefetch")
     if ratio is None:
         return []
@@ -128,7 +55,7 @@ def _on_demand(raw: Mapping[str, Any]) -> list[Finding]:
                     f"the time they take after a prefetch: {figures}")]
 
 
-def _preferred_location_also(raw: Mapping[str, Any]) -> str:
+def _preferred_location_also(raw: Raw) -> str:
     """Suggest a preferred location too, but only where it measurably helped on this host."""
     on_demand, preferred = gbs(raw, "managed_on_demand"), gbs(raw, "managed_advise_preferred_gpu")
     if on_demand and preferred and preferred / on_demand >= THRESHOLDS["advice_gain"]:
@@ -137,7 +64,7 @@ def _preferred_location_also(raw: Mapping[str, Any]) -> str:
     return ""
 
 
-def _prefetch_vs_copy(raw: Mapping[str, Any]) -> list[Finding]:
+def rule_prefetch_vs_copy(raw: Raw, host: Facts) -> list[Finding]:
     ratio = slowdown(raw, "managed_prefetch", "explicit_copy")
     if ratio is None:
         return []
@@ -152,7 +79,7 @@ def _prefetch_vs_copy(raw: Mapping[str, Any]) -> list[Finding]:
                     f"of an explicit pinned copy: {figures}")]
 
 
-def _advice(raw: Mapping[str, Any]) -> list[Finding]:
+def rule_advice(raw: Raw, host: Facts) -> list[Finding]:
     """What cudaMemAdvise alone (no prefetch) did, with advice that follows from the numbers."""
     on_demand, copy = gbs(raw, "managed_on_demand"), gbs(raw, "explicit_copy")
     preferred, accessed = gbs(raw, "managed_advise_preferred_gpu"), gbs(raw, "managed_advise_accessed_by")
@@ -175,7 +102,7 @@ def _advice(raw: Mapping[str, Any]) -> list[Finding]:
                     "; ".join(advice))]
 
 
-def _host_on_demand(raw: Mapping[str, Any]) -> list[Finding]:
+def rule_host_on_demand(raw: Raw, host: Facts) -> list[Finding]:
     ratio = slowdown(raw, "host_on_demand", "host_prefetch")
     if ratio is None:
         return []
@@ -195,7 +122,7 @@ def _host_on_demand(raw: Mapping[str, Any]) -> list[Finding]:
                     f"{ratio:.2f}× the time it takes after a prefetch to the host: {figures}")]
 
 
-def _copy_is_faster(raw: Mapping[str, Any]) -> str:
+def _copy_is_faster(raw: Raw) -> str:
     copy, on_demand = gbs(raw, "host_explicit_copy"), gbs(raw, "host_on_demand")
     if copy and on_demand and copy > on_demand:
         return (f"; an explicit device-to-host copy into pinned memory, then the read, is faster "
@@ -208,7 +135,7 @@ _HOST_PREFETCH_ADVICE = ("prefetch to the host before the CPU reads: cudaMemPref
                          "cudaMemLocationTypeHost on CUDA 13")
 
 
-def _host_prefetch_vs_copy(raw: Mapping[str, Any]) -> list[Finding]:
+def rule_host_prefetch_vs_copy(raw: Raw, host: Facts) -> list[Finding]:
     prefetch, copy = move_s(raw, "host_prefetch"), move_s(raw, "host_explicit_copy")
     if not (prefetch and copy):
         return []
@@ -223,7 +150,7 @@ def _host_prefetch_vs_copy(raw: Mapping[str, Any]) -> list[Finding]:
                     f"copy: {figures}")]
 
 
-def _zero_copy(raw: Mapping[str, Any]) -> list[Finding]:
+def rule_zero_copy(raw: Raw, host: Facts) -> list[Finding]:
     one, many = ratio_to_reference(raw, "zero_copy"), ratio_to_reference(raw, "zero_copy_passes")
     passes = raw.get("passes")
     if one is None or many is None:
@@ -250,21 +177,21 @@ def _zero_copy(raw: Mapping[str, Any]) -> list[Finding]:
                     "copy to device memory explicitly, even for single-pass data")]
 
 
-def _pageable(raw: Mapping[str, Any]) -> list[Finding]:
-    if _attr(raw, "pageableMemoryAccess") == 0:
+def rule_pageable(raw: Raw, host: Facts) -> list[Finding]:
+    if attribute(raw, "pageableMemoryAccess") == 0:
         return [Finding(Verdict.PASS, "kernels cannot read plain malloc'd memory on this system "
                         "(pageableMemoryAccess 0)",
                         "pin host buffers (cudaHostRegister / cudaMallocHost) or copy them")]
     speed, ratio = gbs(raw, "pageable_direct"), ratio_to_reference(raw, "pageable_direct")
     if speed is None or ratio is None:
         return []
-    how = ("through the host's page tables" if _attr(raw, "pageableMemoryAccessUsesHostPageTables")
+    how = ("through the host's page tables" if attribute(raw, "pageableMemoryAccessUsesHostPageTables")
            else "through the driver's migration (HMM)")
     return [Finding(Verdict.PASS, f"kernels read plain malloc'd memory {how} at {_gb(speed)}, "
                     f"{ratio:.2f}× an explicit pinned copy")]
 
 
-def _unavailable_paths(raw: Mapping[str, Any]) -> list[Finding]:
+def rule_unavailable_paths(raw: Raw, host: Facts) -> list[Finding]:
     paths = raw.get("paths") or {}
     return [Finding(Verdict.WARN, f"{name} could not be measured: {entry['skipped']}",
                     "install cuda-bindings matching the CUDA driver (pip install cuda-bindings)"
@@ -272,9 +199,20 @@ def _unavailable_paths(raw: Mapping[str, Any]) -> list[Finding]:
             for name, entry in paths.items() if entry.get("unavailable")]
 
 
-def _size_note(raw: Mapping[str, Any]) -> list[Finding]:
+def rule_size_note(raw: Raw, host: Facts) -> list[Finding]:
     note = raw.get("size_note")
     if not note:
         return []
     return [Finding(Verdict.PASS, f"measured with {raw.get('size_bytes', 0) / (1 << 20):.0f} MiB "
                     f"buffers ({note})", "free memory or pass a smaller --size for other sizes")]
+
+
+Rule = Callable[[Raw, Facts], list[Finding]]
+RULES: tuple[Rule, ...] = (rule_managed_support, rule_on_demand, rule_prefetch_vs_copy, rule_advice,
+                           rule_host_on_demand, rule_host_prefetch_vs_copy, rule_zero_copy, rule_pageable,
+                           rule_unavailable_paths, rule_size_note)
+
+
+def findings(raw: Raw, host: Facts) -> list[Finding]:
+    """Every rule's findings, in RULES order (the order of the rule table in docs/probes/uvm.md)."""
+    return [finding for rule in RULES for finding in rule(raw, host)]
