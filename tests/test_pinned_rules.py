@@ -10,8 +10,8 @@ from typing import Any
 
 import pytest
 
-from perfprobe.model import Verdict
 from perfprobe.budget import MemoryBudget
+from perfprobe.model import Verdict
 from perfprobe.probes.pinned import figures, judge, rules
 from perfprobe.probes.pinned.plan import PRESETS, plan_top, repeats_for, sweep_sizes
 

@@ -12,9 +12,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from perfprobe.budget import MemoryBudget
 from perfprobe.kernels import streams_kernels as sk
 from perfprobe.model import Verdict
-from perfprobe.budget import MemoryBudget
 from perfprobe.probes.streams import figures, judge, rules
 from perfprobe.probes.streams.plan import PRESETS, configurations, plan_size
 

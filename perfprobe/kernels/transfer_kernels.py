@@ -5,7 +5,7 @@ clock around the enqueue call (how long the calling thread was held). Pinned buf
 cudaHostAlloc and device buffers with cudaMalloc directly (not cupy's pools, which would hide the
 allocation cost and keep the memory after the probe); `Allocations.close`, run in `finally`, frees
 them by pointer, so nothing outlives the probe even while a traceback still references arrays.
-Returns plain numbers only; judgement lives in perfprobe/probes/pinned_rules.py.
+Returns plain numbers only; judgement lives in perfprobe/probes/pinned/rules.py.
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ GIB = 1 << 30
 def pinned_array(cupy: ModuleType, nbytes: int) -> tuple[int, np.ndarray]:
     """cudaHostAlloc `nbytes` and a numpy view of them; the caller frees the pointer (freeHost)."""
     ptr = int(cupy.cuda.runtime.hostAlloc(nbytes, 0))
-    return ptr, np.frombuffer((ctypes.c_ubyte * nbytes).from_address(ptr), dtype=np.uint8)
+    return ptr, np.frombuffer(memoryview((ctypes.c_ubyte * nbytes).from_address(ptr)), dtype=np.uint8)
 
 
 class Allocations:

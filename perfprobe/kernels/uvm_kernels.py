@@ -107,7 +107,7 @@ def host_sum_parallel(view: np.ndarray) -> int:  # pragma: no cover - compiled
 
 def usable_threads(requested: int | None = None) -> int:
     """Host reader threads: the CPUs this process may run on (or fewer, when asked)."""
-    usable = min(len(os.sched_getaffinity(0)), numba.config.NUMBA_NUM_THREADS)
+    usable = min(len(os.sched_getaffinity(0)), int(numba.config.NUMBA_NUM_THREADS))  # type: ignore[attr-defined]
     return max(1, min(requested or usable, usable))
 
 

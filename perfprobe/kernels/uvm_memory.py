@@ -9,7 +9,7 @@ of type host. So each call tries cupy first and falls back to the CUDA runtime b
 (`cuda.bindings.runtime`, package cuda-bindings) with a `cudaMemLocation`; `UvmApi.used` records
 which path served each operation, and `UvmApi.notes` why cupy's did not.
 
-cupy is never imported here: callers pass the module they got from `perfprobe.gpu.load_cupy()`.
+cupy is never imported here: callers pass the module they got from `perfprobe.kernels.cuda_runtime.load_cupy()`.
 """
 
 from __future__ import annotations
@@ -69,7 +69,7 @@ def wait(event: Any, timeout_s: float) -> None:
 def host_view(ptr: int, size: int) -> np.ndarray:
     """A numpy uint32 view of `size` bytes at host-accessible address `ptr` (no copy, no touch)."""
     buffer = (ctypes.c_char * size).from_address(ptr)
-    return np.frombuffer(buffer, dtype=np.uint32)
+    return np.frombuffer(memoryview(buffer), dtype=np.uint32)
 
 
 @contextmanager

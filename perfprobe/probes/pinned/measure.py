@@ -9,7 +9,8 @@ from typing import Any
 from perfprobe.budget import gpu_memory_budget, host_memory_budget
 from perfprobe.host.pci import gpu_link
 from perfprobe.host.sysroot import SysRoot
-from perfprobe.kernels import cuda_runtime, nvml, transfer_kernels as tk
+from perfprobe.kernels import cuda_runtime, nvml
+from perfprobe.kernels import transfer_kernels as tk
 from perfprobe.probe import ProbeContext, ProbeSkipped
 from perfprobe.probes.pinned import plan
 from perfprobe.probes.pinned.plan import PRESETS, Preset

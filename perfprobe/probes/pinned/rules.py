@@ -11,8 +11,17 @@ from typing import Callable
 
 from perfprobe.host.facts import Facts
 from perfprobe.model import Finding, Verdict
-from perfprobe.probes.pinned.figures import (Raw, buffer_node_of, enqueue_ratio, gbs, gpu_node_of,
-                                             judged_rate, largest_bytes, largest_index, link_readings)
+from perfprobe.probes.pinned.figures import (
+    Raw,
+    buffer_node_of,
+    enqueue_ratio,
+    gbs,
+    gpu_node_of,
+    judged_rate,
+    largest_bytes,
+    largest_index,
+    link_readings,
+)
 from perfprobe.units import format_bytes
 
 LINK_FRACTION_MIN = 0.70      # pinned large copies below this share of the link's rate: warn

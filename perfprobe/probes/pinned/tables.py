@@ -6,8 +6,18 @@ from typing import Any, Mapping
 
 from perfprobe.host.facts import Facts
 from perfprobe.model import Cell, Curve, Metric, Table
-from perfprobe.probes.pinned.figures import (Links, Raw, enqueue_ratio, gbs, judged_rate, largest_bytes,
-                                             largest_index, link_readings, rate_of)
+from perfprobe.probes.pinned.figures import (
+    Links,
+    Pair,
+    Raw,
+    enqueue_ratio,
+    gbs,
+    judged_rate,
+    largest_bytes,
+    largest_index,
+    link_readings,
+    rate_of,
+)
 from perfprobe.units import format_bytes
 
 
@@ -65,9 +75,14 @@ def facts(raw: Raw, host: Facts) -> dict[str, Any]:
     rate = judged_rate(links)
     return {"gpu": device.get("name"), "pci_bus_id": device.get("pci_bus_id"),
             "driver_version": device.get("driver_version"),
-            "link": {k: (f"Gen{v[0]} x{v[1]}" if v else None) for k, v in links.items()},
+            "link": {key: _label(pair) for key, pair in (("idle", links["idle"]), ("load", links["load"]),
+                                                           ("max", links["max"]))},
             "link_rate_gbs": rate.gbs_per_direction if rate else None,
             "numa": raw.get("numa"), "bind": raw.get("bind")}
+
+
+def _label(pair: Pair) -> str | None:
+    return f"Gen{pair[0]} x{pair[1]}" if pair else None
 
 
 def tables(raw: Raw, host: Facts) -> tuple[Table, ...]:

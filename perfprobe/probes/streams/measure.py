@@ -8,7 +8,9 @@ from typing import Any, Callable
 import numpy as np
 
 from perfprobe.budget import gpu_memory_budget, host_memory_budget
-from perfprobe.kernels import cuda_runtime, streams_kernels as sk, transfer_kernels as tk
+from perfprobe.kernels import cuda_runtime
+from perfprobe.kernels import streams_kernels as sk
+from perfprobe.kernels import transfer_kernels as tk
 from perfprobe.probe import ProbeContext, ProbeSkipped
 from perfprobe.probes.streams import plan
 from perfprobe.probes.streams.plan import PRESETS, Preset

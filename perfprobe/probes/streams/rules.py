@@ -10,8 +10,16 @@ from typing import Callable
 
 from perfprobe.host.facts import Facts
 from perfprobe.model import Finding, Verdict
-from perfprobe.probes.streams.figures import (Raw, best_config, copy_engines, efficiency, hidden_fraction,
-                                              ideal_ms, median_ms, speedup)
+from perfprobe.probes.streams.figures import (
+    Raw,
+    best_config,
+    copy_engines,
+    efficiency,
+    hidden_fraction,
+    ideal_ms,
+    median_ms,
+    speedup,
+)
 from perfprobe.units import format_bytes
 
 EFFICIENCY_MIN = 0.8          # best configuration under this share of its ideal: warn

@@ -6,8 +6,16 @@ from __future__ import annotations
 from typing import Any, Mapping
 
 from perfprobe.model import Cell, Metric, Table
-from perfprobe.probes.streams.figures import (Raw, best_config, copy_engines, efficiency, hidden_fraction,
-                                              ideal_ms, median_ms, speedup)
+from perfprobe.probes.streams.figures import (
+    Raw,
+    best_config,
+    copy_engines,
+    efficiency,
+    hidden_fraction,
+    ideal_ms,
+    median_ms,
+    speedup,
+)
 from perfprobe.units import format_bytes
 
 
