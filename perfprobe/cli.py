@@ -16,6 +16,7 @@ from typing_extensions import Annotated
 
 from perfprobe import __version__
 from perfprobe.config import Knobs, RunConfig, UsageError
+from perfprobe.report_command import report as report_command
 from perfprobe.units import parse_device, parse_size
 
 app = typer.Typer(
@@ -135,6 +136,7 @@ def _gpu_command(name: str, doc: str, min_size: int) -> None:
 _gpu_command("pinned", "Host-GPU copies: pageable against pinned, link rate, blocking, pinning cost.", 64 << 10)
 _gpu_command("streams", "Copy/compute overlap across CUDA streams: chunks x streams against the ideal.", 4 << 20)
 _gpu_command("uvm", "Unified memory: on-demand migration, prefetch, advice, zero-copy.", 1 << 20)
+app.command("report")(report_command)  # saved runs drawn as HTML (perfprobe/report_command.py)
 
 
 def _run(names: list[str], config: RunConfig) -> None:
