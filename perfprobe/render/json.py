@@ -1,4 +1,4 @@
-"""The JSON report: results as data, for ops scripts and CI (schema: docs/report.schema.json)."""
+"""The JSON report: results as data, for ops scripts and CI (schema: perfprobe/schema/report.schema.json)."""
 
 from __future__ import annotations
 
