@@ -25,7 +25,7 @@ def skip_reason() -> str | None:
     if nvcc_path() is None:
         return "no nvcc"
     sys.path.insert(0, str(ROOT))
-    from perfprobe.gpu import load_cupy
+    from perfprobe.kernels.cuda_runtime import load_cupy
     from perfprobe.probe import GpuUnavailable
 
     try:
