@@ -1,0 +1,175 @@
+"""Layout kernels: loads at any byte offset (split or not), and one field of AoS against SoA.
+
+Only numbers come out of here; every kernel times itself inside compiled code (`now_ns`).
+
+- `throughput`: `count` loads of `width` bytes (4, 8, 16, 32) at base + j*stride, four per loop
+  iteration, each an unaligned (`align 1`) llvmlite load whose value feeds an empty asm statement:
+  the load is kept, no ALU work follows it, so the loop is bound by the loads themselves.
+- `latency`: a chain in which each load's low 32 bits are the byte offset of the next load, so each
+  load waits for the one before: the load-to-use latency at that alignment.
+- AoS/SoA: records are int64 fields; AoS is a C-ordered (N, K) array — the same bytes as a numpy
+  structured array of K int64 fields — and SoA is a (K, N) array, one row per field. One field
+  summed, one field incremented, and every field summed record by record.
+`vector_bytes(kernel)` reads the compiled loop's assembly for SIMD registers (vectorised or not).
+"""
+
+# numba intrinsics are called with fewer arguments than they are defined with (numba passes typingctx):
+# mypy: disable-error-code="call-arg,var-annotated"
+from __future__ import annotations
+
+import numpy as np
+from llvmlite import ir
+from numba import literally, njit, types
+from numba.extending import intrinsic
+
+from perfprobe.kernels.compiled import asm_text, loop_vector_bytes, now_ns
+
+WIDTHS = (4, 8, 16, 32)
+_I64 = ir.IntType(64)
+_TYPES = {4: ir.IntType(32), 8: _I64, 16: ir.VectorType(_I64, 2), 32: ir.VectorType(_I64, 4)}
+
+
+def _width(width):
+    if not isinstance(width, types.IntegerLiteral) or width.literal_value not in _TYPES:
+        return None
+    return width.literal_value
+
+
+@intrinsic
+def _load_sink(typingctx, addr, width):
+    """One unaligned load of `width` bytes at `addr`, its value consumed by an empty asm."""
+    w = _width(width)
+    if w is None:
+        return None
+    ty = _TYPES[w]
+
+    def codegen(context, builder, sig, args):
+        value = builder.load(builder.inttoptr(args[0], ty.as_pointer()), align=1)
+        builder.asm(ir.FunctionType(ir.VoidType(), [ty]), "", "x" if w >= 16 else "r", [value], True)
+        return context.get_dummy_value()
+    return types.none(types.int64, width), codegen
+
+
+@intrinsic
+def _load_next(typingctx, addr, width):
+    """Unaligned load of `width` bytes at `addr`; its low 32 bits, zero-extended."""
+    w = _width(width)
+    if w is None:
+        return None
+    ty = _TYPES[w]
+
+    def codegen(context, builder, sig, args):
+        value = builder.load(builder.inttoptr(args[0], ty.as_pointer()), align=1)
+        if w >= 16:
+            value = builder.extract_element(value, ir.Constant(ir.IntType(32), 0))
+        if w == 4:
+            return builder.zext(value, _I64)
+        return builder.and_(value, ir.Constant(_I64, 0xFFFFFFFF))
+    return types.int64(types.int64, width), codegen
+
+
+@njit(cache=True, nogil=True)
+def throughput(base: int, stride: int, count: int, reps: int, width: int) -> int:
+    """ns for reps x count loads of `width` bytes at base + j*stride (count a multiple of 4)."""
+    literally(width)
+    start = now_ns()
+    for _ in range(reps):
+        a = base
+        for _ in range(count // 4):
+            _load_sink(a, width)
+            _load_sink(a + stride, width)
+            _load_sink(a + 2 * stride, width)
+            _load_sink(a + 3 * stride, width)
+            a += 4 * stride
+    return now_ns() - start
+
+
+@njit(cache=True, nogil=True)
+def latency(base: int, first: int, steps: int, width: int) -> tuple:
+    """(ns for `steps` dependent loads, the final offset): each load gives the next offset."""
+    literally(width)
+    offset = first
+    start = now_ns()
+    for _ in range(steps):
+        offset = _load_next(base + offset, width)
+    return now_ns() - start, offset
+
+
+@njit(cache=True, nogil=True)
+def aos_sum(a: np.ndarray, field: int, reps: int) -> tuple:
+    total = 0
+    start = now_ns()
+    for _ in range(reps):
+        for r in range(a.shape[0]):
+            total += a[r, field]
+    return now_ns() - start, total
+
+
+@njit(cache=True, nogil=True)
+def soa_sum(s: np.ndarray, field: int, reps: int) -> tuple:
+    total = 0
+    start = now_ns()
+    for _ in range(reps):
+        row = s[field]
+        for r in range(row.size):
+            total += row[r]
+    return now_ns() - start, total
+
+
+@njit(cache=True, nogil=True)
+def aos_update(a: np.ndarray, field: int, reps: int) -> tuple:
+    start = now_ns()
+    for _ in range(reps):
+        for r in range(a.shape[0]):
+            a[r, field] += 1
+    return now_ns() - start, a[0, field]
+
+
+@njit(cache=True, nogil=True)
+def soa_update(s: np.ndarray, field: int, reps: int) -> tuple:
+    start = now_ns()
+    for _ in range(reps):
+        row = s[field]
+        for r in range(row.size):
+            row[r] += 1
+    return now_ns() - start, s[field, 0]
+
+
+@njit(cache=True, nogil=True)
+def aos_all(a: np.ndarray, reps: int) -> tuple:
+    total = 0
+    start = now_ns()
+    for _ in range(reps):
+        for r in range(a.shape[0]):
+            for k in range(a.shape[1]):
+                total += a[r, k]
+    return now_ns() - start, total
+
+
+@njit(cache=True, nogil=True)
+def soa_all(s: np.ndarray, reps: int) -> tuple:
+    total = 0
+    start = now_ns()
+    for _ in range(reps):
+        for r in range(s.shape[1]):
+            for k in range(s.shape[0]):
+                total += s[k, r]
+    return now_ns() - start, total
+
+
+RECORD_KERNELS = {("aos", "sum"): aos_sum, ("soa", "sum"): soa_sum, ("aos", "update"): aos_update,
+                  ("soa", "update"): soa_update, ("aos", "all"): aos_all, ("soa", "all"): soa_all}
+
+
+def aligned_bytes(nbytes: int, align: int = 4096) -> np.ndarray:
+    """A zeroed uint8 buffer starting on an `align` boundary (the caller keeps it alive)."""
+    raw = np.zeros(nbytes + align, dtype=np.uint8)
+    offset = (-raw.ctypes.data) % align
+    return raw[offset:offset + nbytes]
+
+
+def vector_bytes(kernel) -> tuple[int, str]:
+    """(widest SIMD register in the compiled kernel's innermost loops, how it was read); the
+    kernel must have run once."""
+    text, how = asm_text(kernel, kernel.signatures[0])
+    return loop_vector_bytes(text), how

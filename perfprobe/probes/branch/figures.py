@@ -1,0 +1,88 @@
+"""Pure readers of branch's raw numbers: what rules and tables both read."""
+
+from __future__ import annotations
+
+from typing import Any, Mapping, Optional
+
+MISS_RATE = 0.5          # the miss rate of a branch taken at random half the time
+PREDICTED_WITHIN = 0.25  # a period is "predicted" below sorted + 25% of (shuffled - sorted)
+
+Raw = Mapping[str, Any]
+
+
+def ns(raw: Raw, case: str) -> float:
+    """Median ns per element of one case (sorted, shuffled, branch_free_sorted, branch_free_shuffled)."""
+    return float(raw["cases"][case]["ns_per_element"]["median"])
+
+
+def ghz(raw: Raw) -> float:
+    return float(raw["clock"]["ghz"]["median"])
+
+
+def cycles(raw: Raw, case: str) -> float:
+    return ns(raw, case) * ghz(raw)
+
+
+def mispredict_ns(raw: Raw) -> float:
+    """Extra time of the shuffled run over the sorted one, per miss (half the elements miss)."""
+    return (ns(raw, "shuffled") - ns(raw, "sorted")) / MISS_RATE
+
+
+def mispredict_cycles(raw: Raw) -> float:
+    return mispredict_ns(raw) * ghz(raw)
+
+
+def branch_free_speedup(raw: Raw) -> float:
+    """Branchy over branch-free time on shuffled data (what branch-free code saves)."""
+    return ns(raw, "shuffled") / ns(raw, "branch_free_shuffled")
+
+
+def branch_free_cost_sorted(raw: Raw) -> float:
+    """Branch-free over branchy time on sorted data (what branch-free code costs when predictable)."""
+    return ns(raw, "branch_free_sorted") / ns(raw, "sorted")
+
+
+def predicted(value_ns: float, sorted_ns: float, shuffled_ns: float) -> bool:
+    """Whether a time per element is close to the predicted (sorted) one."""
+    return value_ns <= sorted_ns + PREDICTED_WITHIN * (shuffled_ns - sorted_ns)
+
+
+def period_points(raw: Raw) -> list[tuple[int, float]]:
+    return [(int(p["period"]), float(p["ns_per_element"]["median"])) for p in raw.get("periods") or []]
+
+
+def reach(raw: Raw) -> tuple[Optional[int], Optional[int]]:
+    """(longest period predicted with every shorter one, the first period that was not; None
+    when the sweep never failed)."""
+    best: Optional[int] = None
+    for period, value in period_points(raw):
+        if not predicted(value, ns(raw, "sorted"), ns(raw, "shuffled")):
+            return best, period
+        best = period
+    return best, None
+
+
+def reported_ghz(raw: Raw) -> tuple[Optional[float], str]:
+    """(the host's reported clock in GHz, which figure it is): cpufreq's maximum, else cpuinfo."""
+    rep = raw.get("reported_clock") or {}
+    if rep.get("max_mhz"):
+        return float(rep["max_mhz"]) / 1000, "cpufreq cpuinfo_max_freq"
+    if rep.get("cpuinfo_mhz"):
+        return float(rep["cpuinfo_mhz"]) / 1000, "/proc/cpuinfo cpu MHz"
+    return None, "none reported"
+
+
+def spread(stat: Mapping[str, Any]) -> float:
+    """(max - min) / median of one summary."""
+    median = float(stat["median"])
+    return (float(stat["max"]) - float(stat["min"])) / median if median else 0.0
+
+
+def worst_case_spread(raw: Raw) -> float:
+    """The widest spread of the clock and the four main cases."""
+    stats = [raw["clock"]["ghz"]] + [c["ns_per_element"] for c in raw["cases"].values()]
+    return max(spread(s) for s in stats)
+
+
+def branch_in_code(raw: Raw) -> bool:
+    return bool((raw.get("check") or {}).get("branch_in_code"))
