@@ -1,55 +1,83 @@
-"""Layers stay apart: start-up and probe modules import no numba, cupy or NVML; only kernels do."""
+"""Layers stay apart: start-up and probe packages import no numba, cupy or NVML (only kernels/ and
+probes/*/measure.py do; ruff's TID251 catches the import lines, these tests catch what is loaded),
+every probe is a package of the same shape, and rules and tables never import each other."""
 
-import re
+from __future__ import annotations
+
+import ast
 import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from perfprobe.registry import PROBE_MODULES
 
-HEAVY = ("numba", "cupy", "pynvml", "llvmlite")
+HEAVY = ("numba", "cupy", "cupyx", "pynvml", "llvmlite", "cuda")
+PROBES = Path(__file__).resolve().parents[1] / "perfprobe" / "probes"
+SHAPE = ("__init__.py", "plan.py", "measure.py", "figures.py", "rules.py", "tables.py")
+PURE = ("plan", "figures", "rules", "tables")
 
 
-def _modules_after(code: str) -> set[str]:
+def _heavy_after(code: str) -> list[str]:
+    """Heavy modules loaded by a fresh interpreter after running `code`."""
     out = subprocess.run([sys.executable, "-c", code + "\nimport sys; print(' '.join(sys.modules))"],
                          capture_output=True, text=True, check=True).stdout
-    return set(out.split())
+    return sorted(m for m in out.split() if m.split(".")[0] in HEAVY)
 
 
-def test_cli_start_up_imports_nothing_heavy():
-    loaded = _modules_after("import perfprobe.cli")
-    assert not [m for m in loaded if m.split(".")[0] in HEAVY]
+def test_cli_start_up_imports_nothing_heavy() -> None:
+    assert _heavy_after("import perfprobe.cli") == []
 
 
-def test_probe_modules_import_their_kernels_lazily():
-    loaded = _modules_after("import importlib, importlib.util\n" + "\n".join(
-        f"if importlib.util.find_spec('{m}'): importlib.import_module('{m}')" for m in PROBE_MODULES.values()))
-    assert not [m for m in loaded if m.split(".")[0] in HEAVY]
+def test_probe_packages_and_their_pure_modules_import_no_kernel() -> None:
+    modules = [*PROBE_MODULES.values(), *(f"{m}.{part}" for m in PROBE_MODULES.values() for part in PURE)]
+    assert _heavy_after("import importlib\n" + "\n".join(f"importlib.import_module('{m}')" for m in modules)) == []
 
 
-PACKAGE = Path(__file__).resolve().parents[1] / "perfprobe"
-GPU_PROBES = ("pinned", "streams", "uvm")
+def test_the_check_sees_a_heavy_import() -> None:
+    """The subprocess check above can fail: it does see numba when something loads it."""
+    assert "numba" in _heavy_after("import numba")
 
 
-def _sources_containing(pattern: str) -> set[str]:
-    """Paths (relative to perfprobe/) of the modules whose source matches `pattern`."""
-    found = re.compile(pattern, re.MULTILINE)
-    return {str(p.relative_to(PACKAGE)) for p in PACKAGE.rglob("*.py") if found.search(p.read_text())}
+@pytest.mark.parametrize("name", list(PROBE_MODULES))
+def test_every_probe_is_a_package_of_the_same_shape(name: str) -> None:
+    assert PROBE_MODULES[name] == f"perfprobe.probes.{name}"
+    missing = [part for part in SHAPE if not (PROBES / name / part).is_file()]
+    assert missing == [], f"probes/{name}/ lacks {missing}"
 
 
-def test_nvml_is_called_from_one_module():
-    assert _sources_containing(r"^\s*(import pynvml|from pynvml)") == {"kernels/nvml.py"}
+def test_no_flat_probe_modules_remain() -> None:
+    assert sorted(p.name for p in PROBES.glob("*.py")) == ["__init__.py"]
 
 
-def test_the_pcie_link_files_are_read_in_one_place():
-    """host/pci.py reads them through SysRoot, for the host facts and the GPU probes alike."""
-    assert _sources_containing(r"current_link_speed") == {"host/pci.py"}
+def _imported(path: Path) -> set[str]:
+    """Every module `path` imports, top level or inside functions, relative imports made absolute."""
+    package = f"perfprobe.probes.{path.parent.name}"
+    names: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Import):
+            names.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            base = package if node.level else (node.module or "")
+            if node.level and node.module:
+                base = f"{package}.{node.module}"
+            names.add(base)
+            names.update(f"{base}.{alias.name}" for alias in node.names)
+    return names
 
 
-def test_gpu_probe_packages_import_no_kernels_until_measured():
-    loaded = _modules_after("\n".join(f"import perfprobe.probes.{name}" for name in GPU_PROBES))
-    assert not [m for m in loaded if m.startswith("perfprobe.kernels") or m.endswith(".measure")]
+@pytest.mark.parametrize("name", list(PROBE_MODULES))
+def test_rules_and_tables_do_not_import_each_other(name: str) -> None:
+    package = f"perfprobe.probes.{name}"
+    rules, tables = PROBES / name / "rules.py", PROBES / name / "tables.py"
+    assert f"{package}.tables" not in _imported(rules)
+    assert f"{package}.rules" not in _imported(tables)
+    assert f"{package}.measure" not in _imported(rules) | _imported(tables) | _imported(PROBES / name / "__init__.py")
 
 
-def test_only_measure_imports_the_uvm_paths_helper():
-    assert _sources_containing(r"perfprobe\.probes\.uvm import paths|probes\.uvm\.paths") == {"probes/uvm/measure.py"}
+def test_the_import_reader_sees_relative_and_function_level_imports(tmp_path: Path) -> None:
+    probe = tmp_path / "demo"
+    probe.mkdir()
+    (probe / "rules.py").write_text("def f():\n    from . import tables\n    from .figures import x\n")
+    assert {"perfprobe.probes.demo.tables", "perfprobe.probes.demo.figures"} <= _imported(probe / "rules.py")
