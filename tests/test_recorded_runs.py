@@ -24,3 +24,18 @@ def test_two_gpu_quick_run_replays_with_every_device(capsys):
     recorded = json.loads((DATA.parents[1] / "docs" / "results" / "all-quick-h200x2.json").read_text())
     assert [r["verdict"] for r in report["results"]] == [r["verdict"] for r in recorded["results"]]
     assert exit_info.value.code == 1
+
+
+@pytest.mark.parametrize("probe", ["pinned", "streams", "uvm"])
+def test_gpu_probes_replay_the_recorded_report_figure_for_figure(probe: str, capsys) -> None:
+    """The GPU probes' summaries, metrics, findings and key figures, per device, are those of the
+    report recorded on the two-H200 host (the packages judge exactly as the modules they replaced)."""
+    with pytest.raises(SystemExit):
+        cli.main([probe, "--device", "all", "--json", "--replay", str(DATA / "all_quick_h200x2.rec.json")])
+    replayed = json.loads(capsys.readouterr().out)["results"]
+    recorded = json.loads((DATA.parents[1] / "docs" / "results" / "all-quick-h200x2.json").read_text())
+    expected = [r for r in recorded["results"] if r["probe"] == probe]
+    fields = ("device", "verdict", "summary", "metrics", "findings", "key_figure", "tables")
+    assert len(replayed) == len(expected) == 2
+    for got, want in zip(replayed, expected):
+        assert {f: got.get(f) for f in fields} == {f: want.get(f) for f in fields}
