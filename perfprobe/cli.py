@@ -43,6 +43,11 @@ RecordOpt = Annotated[Optional[Path], typer.Option("--record", hidden=True,
                                                    help="Write host facts and raw numbers to FILE.")]
 ReplayOpt = Annotated[Optional[Path], typer.Option("--replay", hidden=True,
                                                    help="Judge recorded raw numbers, measure nothing.")]
+PromOpt = Annotated[Optional[Path], typer.Option("--prom", metavar="FILE",
+                                                 help="Also write node_exporter's textfile format to FILE.")]
+JunitOpt = Annotated[Optional[Path], typer.Option("--junit", metavar="FILE",
+                                                  help="Also write JUnit XML to FILE (one test case per probe).")]
+HtmlOpt = Annotated[Optional[Path], typer.Option("--html", metavar="FILE", help="Also write an HTML report to FILE.")]
 SizeOpt = Annotated[Optional[str], typer.Option("--size", metavar="BYTES",
                                                 help="Buffer size, e.g. 256M or 1G.")]
 
@@ -63,26 +68,26 @@ def _root(version: Annotated[bool, typer.Option("--version", callback=_version, 
 def host(json_out: JsonOpt = False, output: OutputOpt = None,
          fsroot: Annotated[Optional[Path], typer.Option("--fsroot", metavar="DIR",
                            help="Read a captured tree (DIR/sys, DIR/proc) instead of this host.")] = None,
-         record: RecordOpt = None, replay: ReplayOpt = None) -> None:
+         record: RecordOpt = None, prom: PromOpt = None, junit: JunitOpt = None, html: HtmlOpt = None, replay: ReplayOpt = None) -> None:
     """What this host is and how it is set up: CPUs, caches, NUMA, THP, governor, GPUs."""
-    _run(["host"], RunConfig(json=json_out, output=output, fsroot=fsroot, record=record, replay=replay))
+    _run(["host"], RunConfig(json=json_out, output=output, fsroot=fsroot, record=record, prom=prom, junit=junit, html=html, replay=replay))
 
 
 @app.command("all")
 def all_(json_out: JsonOpt = False, output: OutputOpt = None, quick: QuickOpt = False,
          bind: BindOpt = None, device: DeviceOpt = None, require_gpu: RequireGpuOpt = False,
-         record: RecordOpt = None, replay: ReplayOpt = None) -> None:
+         record: RecordOpt = None, prom: PromOpt = None, junit: JunitOpt = None, html: HtmlOpt = None, replay: ReplayOpt = None) -> None:
     """Host facts, then every probe, then one summary table."""
     from perfprobe.registry import all_probe_names
 
     _run(all_probe_names(), RunConfig(json=json_out, output=output, quick=quick, bind=bind,
                                       device=parse_device(device), require_gpu=require_gpu,
-                                      record=record, replay=replay))
+                                      record=record, prom=prom, junit=junit, html=html, replay=replay))
 
 
 @app.command()
 def cache(json_out: JsonOpt = False, output: OutputOpt = None, quick: QuickOpt = False,
-          bind: BindOpt = None, record: RecordOpt = None, replay: ReplayOpt = None,
+          bind: BindOpt = None, record: RecordOpt = None, prom: PromOpt = None, junit: JunitOpt = None, html: HtmlOpt = None, replay: ReplayOpt = None,
           max_size: Annotated[Optional[str], typer.Option("--max-size", metavar="BYTES",
                               help="Largest working set, e.g. 1G (default: 4x the last-level cache).")] = None,
           repeats: Annotated[Optional[int], typer.Option("--repeats", min=1, max=1000,
@@ -90,12 +95,12 @@ def cache(json_out: JsonOpt = False, output: OutputOpt = None, quick: QuickOpt =
     """Cache hierarchy: latency curve, level sizes, bandwidth, line size, prefetch, huge pages."""
     options = Knobs(max_size=parse_size(max_size, "--max-size", minimum=64 << 10), repeats=repeats)
     _run(["cache"], RunConfig(json=json_out, output=output, quick=quick, bind=bind, options=options,
-                              record=record, replay=replay))
+                              record=record, prom=prom, junit=junit, html=html, replay=replay))
 
 
 @app.command()
 def falseshare(json_out: JsonOpt = False, output: OutputOpt = None, quick: QuickOpt = False,
-               bind: BindOpt = None, record: RecordOpt = None, replay: ReplayOpt = None,
+               bind: BindOpt = None, record: RecordOpt = None, prom: PromOpt = None, junit: JunitOpt = None, html: HtmlOpt = None, replay: ReplayOpt = None,
                max_spacing: Annotated[Optional[str], typer.Option("--max-spacing", metavar="BYTES",
                                       help="Widest counter spacing (default 256; a power of two).")] = None,
                threads: Annotated[Optional[int], typer.Option("--threads", min=2, max=4096,
@@ -104,18 +109,18 @@ def falseshare(json_out: JsonOpt = False, output: OutputOpt = None, quick: Quick
     spacing = parse_size(max_spacing, "--max-spacing", minimum=256, maximum=1 << 20, power_of_two=True)
     _run(["falseshare"], RunConfig(json=json_out, output=output, quick=quick, bind=bind,
                                    options=Knobs(max_spacing=spacing, threads=threads),
-                                   record=record, replay=replay))
+                                   record=record, prom=prom, junit=junit, html=html, replay=replay))
 
 
 @app.command()
 def numa(json_out: JsonOpt = False, output: OutputOpt = None, quick: QuickOpt = False,
-         bind: BindOpt = None, record: RecordOpt = None, replay: ReplayOpt = None,
+         bind: BindOpt = None, record: RecordOpt = None, prom: PromOpt = None, junit: JunitOpt = None, html: HtmlOpt = None, replay: ReplayOpt = None,
          size: Annotated[Optional[str], typer.Option("--size", metavar="BYTES", help=(
              "Working set per memory node, e.g. 256M (default: several times the largest cache)."))] = None) -> None:
     """NUMA: topology, latency and bandwidth matrices, remote penalties, placement."""
     _run(["numa"], RunConfig(json=json_out, output=output, quick=quick, bind=bind,
                              options=Knobs(size=parse_size(size, "--size", minimum=16 << 20)),
-                             record=record, replay=replay))
+                             record=record, prom=prom, junit=junit, html=html, replay=replay))
 
 
 def _gpu_command(name: str, doc: str, min_size: int) -> None:
@@ -123,11 +128,11 @@ def _gpu_command(name: str, doc: str, min_size: int) -> None:
 
     def command(json_out: JsonOpt = False, output: OutputOpt = None, quick: QuickOpt = False,
                 bind: BindOpt = None, device: DeviceOpt = None, require_gpu: RequireGpuOpt = False,
-                size: SizeOpt = None, record: RecordOpt = None, replay: ReplayOpt = None) -> None:
+                size: SizeOpt = None, record: RecordOpt = None, prom: PromOpt = None, junit: JunitOpt = None, html: HtmlOpt = None, replay: ReplayOpt = None) -> None:
         options = Knobs(size=parse_size(size, "--size", minimum=min_size))
         _run([name], RunConfig(json=json_out, output=output, quick=quick, bind=bind,
                                device=parse_device(device), require_gpu=require_gpu,
-                               options=options, record=record, replay=replay))
+                               options=options, record=record, prom=prom, junit=junit, html=html, replay=replay))
 
     command.__doc__ = doc
     app.command(name)(command)
@@ -136,32 +141,32 @@ def _gpu_command(name: str, doc: str, min_size: int) -> None:
 _gpu_command("pinned", "Host-GPU copies: pageable against pinned, link rate, blocking, pinning cost.", 64 << 10)
 _gpu_command("streams", "Copy/compute overlap across CUDA streams: chunks x streams against the ideal.", 4 << 20)
 _gpu_command("uvm", "Unified memory: on-demand migration, prefetch, advice, zero-copy.", 1 << 20)
+
+from perfprobe.fleet.commands import register as _register_fleet  # noqa: E402 - compare, fleet, healthcheck
+
+_register_fleet(app)
 app.command("report")(report_command)  # saved runs drawn as HTML (perfprobe/report_command.py)
 
 
 def _run(names: list[str], config: RunConfig) -> None:
     """Run, render, write --output, and exit with the code of the worst verdict."""
     from perfprobe import runner
+    from perfprobe.render import outputs
     from perfprobe.render.json import report_to_json
 
+    outputs.check_writable(outputs.targets(config))  # before anything runs (exit 2, one line)
     report = runner.run(names, config, _progress_factory(config))
     text = report_to_json(report) if config.output is not None or config.json else ""
-    if config.output is not None:
-        _write_output(config.output, text)
+    failed = outputs.write_all(report, config, text or None)  # the report is printed even if these fail
     if config.json:
         sys.stdout.write(text + "\n")
     else:
         from perfprobe.render.table import render_report
 
         render_report(report, _stdout_console())
-    raise typer.Exit(runner.exit_code(report))
-
-
-def _write_output(path: Path, text: str) -> None:
-    try:
-        path.write_text(text + "\n")
-    except OSError as exc:
-        raise UsageError(f"--output {path}: cannot write ({exc.strerror or exc})") from exc
+    for line in failed:
+        sys.stderr.write(f"perfprobe: error: {line}\n")
+    raise typer.Exit(2 if failed else runner.exit_code(report))
 
 
 def _stdout_console() -> Any:

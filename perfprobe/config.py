@@ -68,6 +68,9 @@ class RunConfig:
     fsroot: Path | None = None
     options: Knobs = field(default_factory=Knobs)
     record: Path | None = None
+    prom: Path | None = None       # --prom: node_exporter textfile
+    junit: Path | None = None      # --junit: JUnit XML
+    html: Path | None = None       # --html: perfprobe.render.html
     replay: Path | None = None
 
     def option(self, name: str, default: object) -> object:  # TRANSITIONAL: until probes read typed knobs

@@ -1,0 +1,85 @@
+"""Baselines: per hardware group, the median and spread (MAD) of every metric across a fleet.
+
+Written by `fleet --baseline-out`, read by `compare` and `healthcheck` in place of a report. A host's
+value on a metric where it is an outlier is left out of that metric's median and MAD, so one bad node
+in the fleet the baseline was taken from does not widen what counts as normal.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import Any, Mapping
+
+from perfprobe import __version__
+from perfprobe.config import UsageError
+from perfprobe.fleet.facts import flat_facts
+from perfprobe.fleet.outliers import spread
+from perfprobe.fleet.peers import Fleet, Group
+from perfprobe.fleet.reports import numeric_metrics, verdicts
+from perfprobe.fleet.signature import differences, label, same_hardware, signature
+from perfprobe.host.identity import run_time_utc
+
+BASELINE_VERSION = 1
+KEY = "perfprobe_baseline"
+
+
+def is_baseline(data: Any) -> bool:
+    return isinstance(data, dict) and KEY in data
+
+
+def build(fleet: Fleet) -> dict[str, Any]:
+    """The baseline of every group of `fleet`."""
+    return {KEY: BASELINE_VERSION, "perfprobe_version": __version__, "created_utc": run_time_utc(),
+            "groups": [_group(g) for g in fleet.groups]}
+
+
+def _group(group: Group) -> dict[str, Any]:
+    left_out = {(o.host, o.metric) for o in group.outliers}
+    values: dict[str, list[float]] = {}
+    units: dict[str, str] = {}
+    for host, report in group.reports.items():
+        for key, (value, unit) in numeric_metrics(report).items():
+            if (host, key) not in left_out:
+                values.setdefault(key, []).append(value)
+                units[key] = unit
+    stats = {key: spread(vals) for key, vals in sorted(values.items())}
+    return {
+        "label": group.label, "signature": group.signature, "hosts": list(group.hosts),
+        "metrics": {key: {"median": s.median, "mad": s.mad, "n": s.n, "unit": units[key]}
+                    for key, s in stats.items()},
+        "facts": _majority([flat_facts(r.get("host") or {}) for r in group.reports.values()]),
+        "verdicts": _majority([verdicts(r) for r in group.reports.values()]),
+    }
+
+
+def _majority(rows: list[dict[str, str]]) -> dict[str, str]:
+    names = {name for row in rows for name in row}
+    return {name: Counter(row[name] for row in rows if name in row).most_common(1)[0][0] for name in sorted(names)}
+
+
+def check(data: Mapping[str, Any], source: str) -> None:
+    """A baseline this perfprobe reads, or exit 2 naming what is wrong."""
+    if data.get(KEY) != BASELINE_VERSION or not isinstance(data.get("groups"), list):
+        raise UsageError(f"{source}: baseline version {data.get(KEY)!r}; this perfprobe reads version "
+                         f"{BASELINE_VERSION} (write a new one with fleet --baseline-out)")
+
+
+def group_for(data: Mapping[str, Any], host: Mapping[str, Any], source: str) -> dict[str, Any]:
+    """The baseline group of `host`'s hardware, or exit 2 naming the nearest group and how it differs."""
+    check(data, source)
+    sig = signature(host)
+    groups = data["groups"]
+    for group in groups:
+        if same_hardware(group.get("signature") or {}, sig):
+            return dict(group)
+    if not groups:
+        raise UsageError(f"{source}: a baseline with no groups in it")
+    nearest = min(groups, key=lambda g: len(differences(g.get("signature") or {}, sig)))
+    why = "; ".join(differences(nearest.get("signature") or {}, sig))
+    raise UsageError(f"{source}: no group for this hardware ({label(sig)}); nearest differs in {why}")
+
+
+def reference(group: Mapping[str, Any]) -> dict[str, tuple[float, float, str]]:
+    """{metric: (median, mad, unit)} of one baseline group."""
+    return {key: (float(v["median"]), float(v.get("mad") or 0.0), str(v.get("unit", "")))
+            for key, v in (group.get("metrics") or {}).items()}

@@ -1,0 +1,156 @@
+"""`perfprobe healthcheck`: Slurm's HealthCheckProgram (drains and resumes) or Prolog (exit status only).
+
+Measures a quick subset (default: host facts and `cache --quick`), judges it against the baseline
+group of this hardware (healthcheck.py holds the policy), then acts:
+- unhealthy: drain with 'perfprobe: <what, value vs baseline>' (a node someone else drained keeps
+  its reason); exit 1;
+- healthy: resume the node only if perfprobe drained it (reason prefix 'perfprobe:'); exit 0.
+In Prolog mode nothing is called: the reason is printed and the exit status is Slurm's signal.
+`--detached` judges the last finished background run and starts the next one (detached.py).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from pathlib import Path
+from typing import Any, Optional
+
+import typer
+from typing_extensions import Annotated
+
+from perfprobe.config import RunConfig, UsageError
+
+DEFAULT_PROBES = "host,cache"
+DEFAULT_STATE = Path("/var/tmp/perfprobe-healthcheck")
+MODES = ("health", "prolog")
+
+
+def healthcheck(
+        baseline: Annotated[Path, typer.Option("--baseline", metavar="FILE", help=(
+            "A baseline (fleet --baseline-out) or a report of a healthy peer."))],
+        mode: Annotated[str, typer.Option("--mode", metavar="health|prolog", help=(
+            "health: drain or resume through scontrol (HealthCheckProgram); prolog: exit status only."))] = "health",
+        node: Annotated[Optional[str], typer.Option("--node", help="Slurm node name (default: $SLURMD_NODENAME).")] = None,
+        probes: Annotated[str, typer.Option("--probes", metavar="LIST", help=(
+            "Probes to run, quick (default host,cache).") )] = DEFAULT_PROBES,
+        policy: Annotated[Optional[Path], typer.Option("--policy", metavar="FILE", help=(
+            "JSON overrides of the drain policy (README: healthcheck)."))] = None,
+        detached: Annotated[bool, typer.Option("--detached", help=(
+            "Judge the last finished background run; start the next one (all --quick) in the background."))] = False,
+        state: Annotated[Path, typer.Option("--state", metavar="DIR", help=(
+            "Where --detached keeps its runs."))] = DEFAULT_STATE,
+        dry_run: Annotated[bool, typer.Option("--dry-run", help="Print the scontrol command instead of running it.")] = False,
+        json_out: Annotated[bool, typer.Option("--json", help="Print the verdict as JSON on stdout.")] = False,
+        prom: Annotated[Optional[Path], typer.Option("--prom", metavar="FILE", help="Also write node_exporter's textfile.")] = None,
+        junit: Annotated[Optional[Path], typer.Option("--junit", metavar="FILE", help="Also write JUnit XML.")] = None,
+        output: Annotated[Optional[Path], typer.Option("--output", "-o", metavar="FILE", help=(
+            "Also write the run's JSON report."))] = None) -> None:
+    """Slurm health check: measure quickly, judge against a baseline, drain or resume this node."""
+    from perfprobe.fleet import healthcheck as hc
+    from perfprobe.render import outputs
+
+    if mode not in MODES:
+        raise UsageError(f"--mode {mode}: choose health or prolog")
+    names = _probe_names(probes)
+    node_name = node or os.environ.get("SLURMD_NODENAME") or os.environ.get("SLURM_NODENAME")
+    if mode == "health" and not node_name and not dry_run:
+        raise UsageError("no node name: run under slurmd (SLURMD_NODENAME) or give --node")
+    rules = hc.load_policy(policy)
+    base = _baseline(baseline)
+    config = RunConfig(quick=True, json=True, output=output, prom=prom, junit=junit)
+    outputs.check_writable(outputs.targets(config))
+    report = _last_background(state, names) if detached else _measure(names, config)
+    if report is None:
+        _say(json_out, {"node": node_name, "healthy": None, "action": "none",
+                        "message": f"no finished background run in {state} yet; started one"})
+        raise typer.Exit(0)
+    group = _group(base, report["host"], baseline)
+    found = hc.problems(report, group, rules)
+    action = _act(mode, node_name, found, dry_run)
+    message = hc.reason(found) if found else "healthy against the baseline"
+    _say(json_out, {"node": node_name, "healthy": not found, "action": action, "message": message,
+                    "problems": found})
+    raise typer.Exit(1 if found else 0)
+
+
+def _probe_names(text: str) -> list[str]:
+    from perfprobe.registry import all_probe_names
+
+    known = all_probe_names()
+    names = [n.strip() for n in text.split(",") if n.strip()]
+    wrong = [n for n in names if n not in known]
+    if wrong or not names:
+        raise UsageError(f"--probes {text}: choose among {', '.join(known)}")
+    return names if names[0] == "host" else ["host", *[n for n in names if n != "host"]]
+
+
+def _baseline(path: Path) -> dict[str, Any]:
+    from perfprobe.fleet import reports
+
+    return dict(reports.load_one(path, "--baseline").data)
+
+
+def _group(base: dict[str, Any], host: dict[str, Any], path: Path) -> dict[str, Any]:
+    """The baseline group of this hardware; a report as baseline is a group of one host."""
+    from perfprobe.fleet import baseline as bl
+    from perfprobe.fleet.peers import judge
+    from perfprobe.fleet.reports import Loaded
+
+    if bl.is_baseline(base):
+        return bl.group_for(base, host, f"--baseline {path}")
+    built = bl.build(judge([Loaded(str(path), base)]))
+    return bl.group_for(built, host, f"--baseline {path}")
+
+
+def _measure(names: list[str], config: RunConfig) -> dict[str, Any]:
+    from perfprobe import runner
+    from perfprobe.render import outputs
+    from perfprobe.render.json import report_to_dict
+
+    report = runner.run(names, config)
+    for line in outputs.write_all(report, config):
+        sys.stderr.write(f"perfprobe: error: {line}\n")
+    return report_to_dict(report)
+
+
+def _last_background(state: Path, names: list[str]) -> dict[str, Any] | None:
+    from perfprobe.fleet import detached
+
+    last = detached.last_result(state)
+    detached.start(state)
+    return last
+
+
+def _act(mode: str, node: str | None, found: list[str], dry_run: bool) -> str:
+    """Drain, resume or nothing; in prolog mode, nothing is ever called."""
+    from perfprobe.fleet import healthcheck as hc
+    from perfprobe.fleet import slurm
+
+    if mode == "prolog" or node is None:
+        return "exit 1" if found else "none"
+    if dry_run:
+        command = slurm.drain_command(node, hc.reason(found)) if found else slurm.resume_command(node)
+        sys.stderr.write(f"perfprobe: would run (dry run, {'unhealthy' if found else 'if drained by perfprobe'}): "
+                         f"{' '.join(command)}\n")
+        return "dry-run"
+    current = slurm.node_state(node)
+    if found:
+        if current.drained and not hc.ours(current.reason):
+            return f"left drained by another reason: {current.reason}"
+        slurm.drain(node, hc.reason(found))
+        return "drained"
+    if current.drained and hc.ours(current.reason):
+        slurm.resume(node)
+        return "resumed"
+    return "none"
+
+
+def _say(json_out: bool, verdict: dict[str, Any]) -> None:
+    if json_out:
+        sys.stdout.write(json.dumps(verdict) + "\n")
+        return
+    state = {True: "healthy", False: "UNHEALTHY", None: "no result"}[verdict["healthy"]]
+    sys.stdout.write(f"perfprobe healthcheck: node {verdict['node'] or '(none)'}: {state}; "
+                     f"action: {verdict['action']}; {verdict['message']}\n")

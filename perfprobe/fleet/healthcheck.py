@@ -1,0 +1,144 @@
+"""The Slurm health check's judgement: a fresh report against its hardware group's baseline.
+
+The default drain policy (a site changes it with `healthcheck --policy FILE`, a JSON object with any
+of the `Policy` fields):
+- a probe that ended in `error` drains;
+- a probe the baseline's hosts measured that is skipped here drains (a GPU gone, CPUs taken away);
+- a host fact that differs from the baseline drains for the facts in `facts` (usable and online
+  CPUs, GPU count and links, NUMA nodes, the locked-memory limit, huge pages);
+- a key metric worse than the baseline's median by more than max(`regression`, its noise, 3 MADs)
+  drains;
+- a `warn` does not drain (`drain_on_warn: false`): warnings are what perfprobe says of a host's
+  set-up, and many of them are true of every healthy host of a kind.
+Only nodes whose drain reason starts with REASON_PREFIX are ever resumed.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, fields, replace
+from fnmatch import fnmatchcase
+from pathlib import Path
+from typing import Any, Mapping
+
+from perfprobe.config import UsageError
+from perfprobe.fleet import metrics as m
+from perfprobe.fleet.baseline import reference
+from perfprobe.fleet.compare import MAD_TO_SIGMA, judge
+from perfprobe.fleet.compare import report_reference as measured
+from perfprobe.fleet.facts import flat_facts
+from perfprobe.fleet.reports import result_key
+
+REASON_PREFIX = "perfprobe:"
+MAX_REASON = 200
+MEASURED = ("pass", "warn")
+
+
+@dataclass(frozen=True)
+class Policy:
+    drain_on_error: bool = True
+    drain_on_warn: bool = False
+    drain_on_skip: bool = True
+    regression: float = 0.20
+    facts: tuple[str, ...] = ("usable CPUs", "online CPUs", "GPUs", "GPU * link", "NUMA nodes",
+                              "memlock", "huge pages")
+    metrics: tuple[str, ...] = m.KEY_METRICS
+    ignore: tuple[str, ...] = ()
+
+
+DEFAULT_POLICY = Policy()
+
+
+def load_policy(path: Path | None) -> Policy:
+    """The default policy with a site's JSON overrides; an unknown key or bad value is exit 2."""
+    if path is None:
+        return DEFAULT_POLICY
+    try:
+        data = json.loads(path.read_text())
+    except (OSError, ValueError) as exc:
+        raise UsageError(f"--policy {path}: cannot read a JSON policy ({exc})") from exc
+    known = {f.name: f for f in fields(Policy)}
+    if not isinstance(data, dict) or set(data) - set(known):
+        raise UsageError(f"--policy {path}: keys must be among {', '.join(known)}")
+    values: dict[str, Any] = {}
+    for key, value in data.items():
+        default = getattr(DEFAULT_POLICY, key)
+        if isinstance(default, tuple):
+            if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+                raise UsageError(f"--policy {path}: {key} must be a list of strings")
+            value = tuple(value)
+        elif not isinstance(value, type(default)) and not (isinstance(default, float) and isinstance(value, int)):
+            raise UsageError(f"--policy {path}: {key} must be a {type(default).__name__}")
+        values[key] = value
+    return replace(DEFAULT_POLICY, **values)
+
+
+def problems(report: Mapping[str, Any], group: Mapping[str, Any], policy: Policy = DEFAULT_POLICY) -> list[str]:
+    """What is wrong with this host by `policy`, each as 'what: value vs baseline'; [] when healthy."""
+    found = _verdict_problems(report, group, policy) + _fact_problems(report, group, policy)
+    return found + _metric_problems(report, group, policy)
+
+
+def reason(found: list[str]) -> str:
+    """The drain reason: 'perfprobe: <first problem>; <second> (+N more)', kept short for sinfo."""
+    text = f"{REASON_PREFIX} {found[0]}"
+    shown = 1
+    for item in found[1:]:
+        if len(text) + len(item) + 2 > MAX_REASON - 12:
+            break
+        text += f"; {item}"
+        shown += 1
+    return text + (f" (+{len(found) - shown} more)" if shown < len(found) else "")
+
+
+def ours(drain_reason: str | None) -> bool:
+    """Whether a node's drain reason is one perfprobe set (the only kind it may resume)."""
+    return bool(drain_reason) and str(drain_reason).startswith(REASON_PREFIX)
+
+
+def _ignored(what: str, policy: Policy) -> bool:
+    return any(fnmatchcase(what, pattern) for pattern in policy.ignore)
+
+
+def _verdict_problems(report: Mapping[str, Any], group: Mapping[str, Any], policy: Policy) -> list[str]:
+    baseline = group.get("verdicts") or {}
+    out = []
+    for result in report.get("results") or []:
+        key, verdict = result_key(result), result.get("verdict")
+        summary = " ".join(str(result.get("summary", "")).split())[:80]
+        if _ignored(key, policy):
+            continue
+        if verdict == "error" and policy.drain_on_error:
+            out.append(f"{key} error: {summary}")
+        elif verdict == "warn" and policy.drain_on_warn:
+            out.append(f"{key} warn: {summary}")
+        elif verdict == "skip" and policy.drain_on_skip and baseline.get(key) in MEASURED:
+            out.append(f"{key} skipped ({summary}) vs baseline {baseline[key]}")
+    return out
+
+
+def _fact_problems(report: Mapping[str, Any], group: Mapping[str, Any], policy: Policy) -> list[str]:
+    here, there = flat_facts(report.get("host") or {}), group.get("facts") or {}
+    out = []
+    for name in sorted(set(here) | set(there)):
+        if any(fnmatchcase(name, p) for p in policy.facts) and not _ignored(name, policy):
+            if here.get(name, "absent") != there.get(name, "absent"):
+                out.append(f"{name} {here.get(name, 'absent')} vs baseline {there.get(name, 'absent')}")
+    return out
+
+
+def _metric_problems(report: Mapping[str, Any], group: Mapping[str, Any], policy: Policy) -> list[str]:
+    base, new = reference(group), measured(report)
+    out = []
+    for key in sorted(set(base) & set(new)):
+        if not m.is_key(key, base[key][2], policy.metrics) or _ignored(key, policy):
+            continue
+        change = judge(key, base[key], new[key], policy.regression, MAD_TO_SIGMA)
+        if change.kind == "regression":
+            pct = f"{(change.ratio - 1) * 100:+.0f}%" if change.ratio is not None else "from 0"
+            out.append(f"{key} {_num(change.new)} {change.unit} vs baseline {_num(change.base)} ({pct})")
+    return out
+
+
+def _num(value: float) -> str:
+    return f"{value:.4g}"
