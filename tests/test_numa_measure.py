@@ -21,6 +21,7 @@ from perfprobe.host import read_host_facts
 from perfprobe.model import Verdict
 from perfprobe.probe import ProbeContext
 from perfprobe.probes import numa
+from perfprobe.probes.numa import measure
 from perfprobe.progress import null_progress
 
 TINY = {"size": 16 << 20, "steps": 20_000, "repeats": 2}
@@ -31,7 +32,7 @@ multinode = pytest.mark.skipif(len(CPU_NODES) < 2, reason="needs >= 2 NUMA nodes
 
 def _measure(**config: Any) -> dict[str, Any]:
     ctx = ProbeContext(config=RunConfig(quick=True, options=Knobs(**TINY), **config), host=HOST, progress=null_progress)
-    return numa.measure(ctx)
+    return measure.measure(ctx)
 
 
 def _cli(*args: str) -> tuple[int, dict[str, Any]]:
@@ -111,9 +112,9 @@ def test_page_check_falls_back_to_get_mempolicy_then_reports_an_error(monkeypatc
 
     try:
         monkeypatch.setattr(numa_sys, "page_nodes", missing)
-        fallback = numa.check_pages(base, len(region), node)
+        fallback = measure.check_pages(base, len(region), node)
         assert fallback["method"].startswith("get_mempolicy") and fallback["on_node"] == fallback["checked"] == 8
         monkeypatch.setattr(numa_sys, "node_of_address", missing)
-        assert "error" in numa.check_pages(base, len(region), node)
+        assert "error" in measure.check_pages(base, len(region), node)
     finally:
         region.close()

@@ -18,7 +18,10 @@ from perfprobe import bind
 from perfprobe.config import UsageError
 from perfprobe.host import read_host_facts
 from perfprobe.model import Verdict
-from perfprobe.probes import numa, numa_rules
+from perfprobe.probes import numa
+from perfprobe.probes.numa import plan
+from perfprobe.probes.numa import rules as numa_rules
+from perfprobe.probes.numa.figures import distance
 
 TREES = fixture_names()
 
@@ -44,7 +47,7 @@ def _synthetic_raw(host: dict[str, Any], pairs: list[tuple[int, int]]) -> dict[s
             "sampling": {"pairs_total": len(pairs), "pairs_measured": len(pairs), "rule": None},
             "method": {"working_set_bytes": 1 << 28},
             "pairs": [{"cpu_node": i, "mem_node": j, "threads": 4,
-                       "latency_ns": figure(9.0 * (numa_rules.distance(host, i, j) or 10) * (1 if i == j else 0.8)),
+                       "latency_ns": figure(9.0 * (distance(host, i, j) or 10) * (1 if i == j else 0.8)),
                        "read_gbs": figure(50.0 if i == j else 25.0)} for i, j in pairs],
             "pages": [{"node": j, "checked": 100, "on_node": 100, "elsewhere": {}, "absent": 0} for j in mem_nodes],
             "skipped": [], "notes": []}
@@ -83,9 +86,9 @@ def test_bind_validation_on_each_tree(fixture_tree, name):
 def test_sampling_keeps_every_local_pair_and_stays_bounded(fixture_tree, name):
     host = _host(fixture_tree, name)
     cpu_nodes = bind.valid_bind_nodes(host)
-    mem_nodes = numa.memory_nodes(host, [n["id"] for n in host["numa"]["nodes"]])
+    mem_nodes = plan.memory_nodes(host, [n["id"] for n in host["numa"]["nodes"]])
     for cap in (16, 64):
-        pairs, rule = numa.choose_pairs(cpu_nodes, mem_nodes, host, cap)
+        pairs, rule = plan.choose_pairs(cpu_nodes, mem_nodes, host, cap)
         locals_ = {(i, i) for i in cpu_nodes if i in mem_nodes}
         assert locals_ <= set(pairs)
         assert len(set(pairs)) == len(pairs)
@@ -99,8 +102,8 @@ def test_sampling_keeps_every_local_pair_and_stays_bounded(fixture_tree, name):
 def test_judge_on_each_tree_with_a_matrix_from_its_distances(fixture_tree, name):
     host = _host(fixture_tree, name)
     cpu_nodes = bind.valid_bind_nodes(host)
-    mem_nodes = numa.memory_nodes(host, [n["id"] for n in host["numa"]["nodes"]])
-    pairs, _rule = numa.choose_pairs(cpu_nodes, mem_nodes, host, 64)
+    mem_nodes = plan.memory_nodes(host, [n["id"] for n in host["numa"]["nodes"]])
+    pairs, _rule = plan.choose_pairs(cpu_nodes, mem_nodes, host, 64)
     result = numa.judge(_synthetic_raw(host, pairs), host)
     latency = next(t for t in result.tables if t.title.startswith("Latency"))
     assert len(latency.rows) == len(cpu_nodes) and len(latency.columns) == len(mem_nodes) + 1
@@ -118,8 +121,8 @@ def test_unbalanced_memory_on_a_real_tree_is_found(fixture_tree):
 
 def test_memory_only_nodes_are_memory_targets_only(fixture_tree):
     host = _host(fixture_tree, "fakeheteromemtiers")
-    mem_nodes = numa.memory_nodes(host, [n["id"] for n in host["numa"]["nodes"]])
+    mem_nodes = plan.memory_nodes(host, [n["id"] for n in host["numa"]["nodes"]])
     cpu_nodes = bind.valid_bind_nodes(host)
     assert not set(host["numa"]["memory_only_nodes"]) & set(cpu_nodes)
-    pairs, _ = numa.choose_pairs(cpu_nodes, mem_nodes, host, 64)
+    pairs, _ = plan.choose_pairs(cpu_nodes, mem_nodes, host, 64)
     assert {j for _, j in pairs} & set(host["numa"]["memory_only_nodes"])

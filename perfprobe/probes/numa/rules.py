@@ -2,15 +2,33 @@
 
 Each rule takes the raw numbers (`measure`'s dict, or one recorded on another host) and the host
 facts, and returns a list of findings; nothing here measures or draws. Thresholds are named
-constants, documented in docs/probes/numa.md.
+constants, documented in docs/probes/numa.md. Figures are compared only when they were measured
+alike: the same working set (a capped node's smaller one hits cache more) and, for bandwidth, the
+same thread count.
 """
 
 from __future__ import annotations
 
 import statistics
-from typing import Any, Mapping
+from typing import Any, Callable, Mapping
 
+from perfprobe.host.facts import Facts, numa_nodes
 from perfprobe.model import Finding, Verdict
+from perfprobe.probes.numa.figures import (
+    NumaRaw,
+    Pair,
+    comparable_ratios,
+    distance,
+    implied_ratio,
+    local_working_set,
+    mib,
+    numa_facts,
+    pair_figures,
+    remote_ratios,
+    stat_of,
+    typed,
+    unlike_pairs,
+)
 
 SLOW_LATENCY_RATIO = 1.25      # a node's local latency this far above the others' median: slow node
 SLOW_BANDWIDTH_RATIO = 0.75    # a node's local bandwidth this far below the others' median: slow node
@@ -21,66 +39,26 @@ LOW_FREE_FRACTION, HIGH_FREE_FRACTION = 0.10, 0.50
 SMALL_WORKING_SET = 4          # working set below this many times the largest cache: a note
 NOISE_LIMIT = 0.15             # IQR / median above this: the pair's figure is too noisy to compare
 
-Pair = tuple[int, int]
+Rule = Callable[[NumaRaw, Facts], list[Finding]]
 
 
 def _gib(value: float | int | None) -> str:
     return "?" if value is None else f"{value / (1 << 30):.1f} GiB"
 
 
-def pair_figures(raw: Mapping[str, Any], key: str) -> dict[Pair, float]:
-    """Median of `key` ("latency_ns" or "read_gbs") for every measured pair whose pages verified."""
-    bad = set(misplaced_nodes(raw))
-    figures = {}
-    for pair in raw.get("pairs", []):
-        value = (pair.get(key) or {}).get("median")
-        if value is not None and pair["mem_node"] not in bad:
-            figures[(pair["cpu_node"], pair["mem_node"])] = float(value)
-    return figures
-
-
-def noisy_pairs(raw: Mapping[str, Any], key: str) -> dict[Pair, float]:
+def noisy_pairs(raw: NumaRaw, key: str) -> dict[Pair, float]:
     """Pairs whose repeats of `key` spread too far (IQR / median) for their median to be compared."""
     noisy = {}
     for pair in raw.get("pairs", []):
-        figure = pair.get(key) or {}
+        figure = stat_of(pair, key)
         if figure.get("median") and figure.get("iqr", 0) / figure["median"] > NOISE_LIMIT:
             noisy[(pair["cpu_node"], pair["mem_node"])] = figure["iqr"] / figure["median"]
     return noisy
 
 
-def misplaced_nodes(raw: Mapping[str, Any]) -> list[int]:
-    """Memory nodes whose checked pages were not all found on that node."""
-    return [p["node"] for p in raw.get("pages", []) if p.get("on_node", 0) < p.get("checked", 0)]
-
-
-def distance(host: Mapping[str, Any], i: int, j: int) -> int | None:
-    """The distance table's entry for (i, j), or None when the table doesn't have it."""
-    numa = host.get("numa") or {}
-    ids = [n.get("id") for n in numa.get("nodes") or []]
-    rows = numa.get("distances") or []
-    try:
-        return int(rows[ids.index(i)][ids.index(j)])
-    except (ValueError, IndexError, TypeError):
-        return None
-
-
-def remote_ratios(raw: Mapping[str, Any]) -> dict[Pair, float]:
-    """Measured latency(i, j) / latency(i, i) for each remote pair whose local pair was measured."""
-    latency = pair_figures(raw, "latency_ns")
-    return {(i, j): v / latency[(i, i)] for (i, j), v in latency.items()
-            if i != j and latency.get((i, i))}
-
-
-def implied_ratio(host: Mapping[str, Any], i: int, j: int) -> float | None:
-    """What the distance table implies for remote/local: distance(i, j) / distance(i, i)."""
-    local, remote = distance(host, i, i), distance(host, i, j)
-    return remote / local if local and remote else None
-
-
-def rule_single_node(raw: Mapping[str, Any], host: Mapping[str, Any]) -> list[Finding]:
+def rule_single_node(raw: NumaRaw, host: Facts) -> list[Finding]:
     """One node: the figures are the local ones and there is nothing to place."""
-    nodes = (host.get("numa") or {}).get("nodes") or []
+    nodes = numa_nodes(host)
     if len(nodes) > 1:
         return []
     latency, bandwidth = pair_figures(raw, "latency_ns"), pair_figures(raw, "read_gbs")
@@ -90,7 +68,7 @@ def rule_single_node(raw: Mapping[str, Any], host: Mapping[str, Any]) -> list[Fi
     return [Finding(Verdict.PASS, f"single NUMA node: nothing to place{local}")]
 
 
-def rule_misplaced_pages(raw: Mapping[str, Any], host: Mapping[str, Any]) -> list[Finding]:
+def rule_misplaced_pages(raw: NumaRaw, host: Facts) -> list[Finding]:
     """Pages asked for on node j but found elsewhere: the pair's figures are not figures."""
     findings = []
     for p in raw.get("pages", []):
@@ -107,9 +85,9 @@ def rule_misplaced_pages(raw: Mapping[str, Any], host: Mapping[str, Any]) -> lis
     return findings
 
 
-def rule_unverified_pages(raw: Mapping[str, Any], host: Mapping[str, Any]) -> list[Finding]:
+def rule_unverified_pages(raw: NumaRaw, host: Facts) -> list[Finding]:
     """Placement that could not be checked: harmless on one node, a doubt on several."""
-    several = len((host.get("numa") or {}).get("nodes") or []) > 1
+    several = len(numa_nodes(host)) > 1
     return [Finding(Verdict.WARN if several else Verdict.PASS,
                     f"memory node {p['node']}: page placement not verified ({p['error']})"
                     + ("; its figures may be for another node" if several else ""),
@@ -118,21 +96,21 @@ def rule_unverified_pages(raw: Mapping[str, Any], host: Mapping[str, Any]) -> li
             for p in raw.get("pages", []) if p.get("error")]
 
 
-def rule_skipped_pairs(raw: Mapping[str, Any], host: Mapping[str, Any]) -> list[Finding]:
+def rule_skipped_pairs(raw: NumaRaw, host: Facts) -> list[Finding]:
     """Pairs not measured, with why (too little free memory on a node, say)."""
     return [Finding(Verdict.PASS, f"not measured: memory node {s['mem_node']}: {s['reason']}")
             for s in raw.get("skipped", [])]
 
 
-def rule_notes(raw: Mapping[str, Any], host: Mapping[str, Any]) -> list[Finding]:
+def rule_notes(raw: NumaRaw, host: Facts) -> list[Finding]:
     """What the measurement itself noted (a working set capped to fit free memory, say)."""
     return [Finding(Verdict.PASS, note) for note in raw.get("notes", [])]
 
 
-def rule_sampled(raw: Mapping[str, Any], host: Mapping[str, Any]) -> list[Finding]:
+def rule_sampled(raw: NumaRaw, host: Facts) -> list[Finding]:
     """Say what was sampled when the matrix was not measured in full."""
-    sampling = raw.get("sampling") or {}
-    if not sampling.get("rule"):
+    sampling = raw.get("sampling")
+    if not sampling or not sampling.get("rule"):
         return []
     return [Finding(Verdict.PASS, f"sampled {sampling['pairs_measured']} of {sampling['pairs_total']} "
                     f"node pairs: {sampling['rule']}", "run without --quick for more pairs")]
@@ -143,34 +121,39 @@ def _others_median(values: Mapping[int, float], node: int) -> float | None:
     return statistics.median(others) if others else None
 
 
-def rule_slow_node(raw: Mapping[str, Any], host: Mapping[str, Any]) -> list[Finding]:
-    """A node whose local latency or bandwidth is far off the other nodes' (missing DIMM, throttling)."""
+def rule_slow_node(raw: NumaRaw, host: Facts) -> list[Finding]:
+    """A node whose local latency or bandwidth is far off the other nodes' (missing DIMM, throttling),
+    against the nodes measured on the same working set (and, for bandwidth, thread count)."""
     noisy = set(noisy_pairs(raw, "latency_ns")) | set(noisy_pairs(raw, "read_gbs"))
     latency = {i: v for (i, j), v in pair_figures(raw, "latency_ns").items() if i == j and (i, j) not in noisy}
     bandwidth = {i: v for (i, j), v in pair_figures(raw, "read_gbs").items() if i == j and (i, j) not in noisy}
     threads = {p["cpu_node"]: p.get("threads") for p in raw.get("pairs", [])
                if p["cpu_node"] == p["mem_node"]}
+    size = {node: local_working_set(raw, node) for node in latency.keys() | bandwidth.keys()}
     advice = ("check that every memory channel of this socket is populated like the others' "
               "(dmidecode -t memory), memory errors (edac-util, dmesg), and thermal/power throttling; "
               "until then keep latency-critical work off this node")
     slow: dict[int, list[str]] = {}
     for node, value in sorted(latency.items()):
-        median = _others_median(latency, node)
+        median = _others_median({n: v for n, v in latency.items() if size[n] == size[node]}, node)
         if median and value > SLOW_LATENCY_RATIO * median:
             slow.setdefault(node, []).append(f"local latency {value:.0f} ns is {value / median:.2f}x the "
                                              f"other nodes' {median:.0f} ns")
     for node, value in sorted(bandwidth.items()):
-        median = _others_median({n: v for n, v in bandwidth.items() if threads.get(n) == threads.get(node)}, node)
+        median = _others_median({n: v for n, v in bandwidth.items()
+                                 if threads.get(n) == threads.get(node) and size[n] == size[node]}, node)
         if median and value < SLOW_BANDWIDTH_RATIO * median:
             slow.setdefault(node, []).append(f"local read bandwidth {value:.1f} GB/s is {value / median:.0%} "
                                              f"of the other nodes' {median:.1f} GB/s (same thread count)")
     return [Finding(Verdict.WARN, f"node {node}: " + "; ".join(parts), advice) for node, parts in sorted(slow.items())]
 
 
-def rule_remote_penalty(raw: Mapping[str, Any], host: Mapping[str, Any]) -> list[Finding]:
-    """Measured remote/local latency against the distance table's ratio."""
+def rule_remote_penalty(raw: NumaRaw, host: Facts) -> list[Finding]:
+    """Measured remote/local latency against the distance table's ratio, for the pairs measured on
+    the same working set as their local pair (rule_unlike_working_sets says which were not)."""
     noisy = noisy_pairs(raw, "latency_ns")
-    ratios = {(i, j): r for (i, j), r in remote_ratios(raw).items() if (i, j) not in noisy and (i, i) not in noisy}
+    ratios = {(i, j): r for (i, j), r in comparable_ratios(raw).items()
+              if (i, j) not in noisy and (i, i) not in noisy}
     if not ratios:
         return []
     findings = []
@@ -200,7 +183,25 @@ def rule_remote_penalty(raw: Mapping[str, Any], host: Mapping[str, Any]) -> list
                     "thread that uses it, or bind (numactl --cpunodebind=N --membind=N)")]
 
 
-def rule_noise(raw: Mapping[str, Any], host: Mapping[str, Any]) -> list[Finding]:
+def rule_unlike_working_sets(raw: NumaRaw, host: Facts) -> list[Finding]:
+    """Remote pairs measured on another working set than their local pair (a node's set capped to
+    fit its free memory): their ratio mixes node distance with cache hits, so it is not compared."""
+    unlike = unlike_pairs(raw)
+    if not unlike:
+        return []
+    ratios = {pair: r for pair, r in remote_ratios(raw).items() if pair in unlike}
+    parts = [f"{i}->{j} on {mib(remote)} against {mib(local)} locally"
+             + (f" ({ratios[(i, j)]:.2f}x as measured)" if (i, j) in ratios else "")
+             for (i, j), (remote, local) in sorted(unlike.items())]
+    smallest = min(size for pair in unlike.values() for size in pair)
+    return [Finding(Verdict.PASS, "remote/local latency not compared for CPU->memory node pair(s) "
+                    + "; ".join(parts) + ": the working sets differed (a node's was capped to fit its free "
+                    "memory), and a smaller set hits cache more often",
+                    f"free memory on the capped node, or give every node the same working set "
+                    f"(perfprobe numa --size {smallest >> 20}M)")]
+
+
+def rule_noise(raw: NumaRaw, host: Facts) -> list[Finding]:
     """Figures whose repeats spread too far are shown but left out of the comparisons: say so."""
     findings = []
     for key, what in (("latency_ns", "latency"), ("read_gbs", "read bandwidth")):
@@ -214,21 +215,21 @@ def rule_noise(raw: Mapping[str, Any], host: Mapping[str, Any]) -> list[Finding]
     return findings
 
 
-def _process_nodes(raw: Mapping[str, Any], host: Mapping[str, Any]) -> set[int]:
+def _process_nodes(raw: NumaRaw, host: Facts) -> set[int]:
     cpus = set((raw.get("placement") or {}).get("cpus") or [])
-    return {n["id"] for n in (host.get("numa") or {}).get("nodes") or [] if cpus & set(n.get("cpus") or [])}
+    return {n["id"] for n in numa_nodes(host) if cpus & set(n.get("cpus") or [])}
 
 
-def _cpu_node_count(host: Mapping[str, Any]) -> int:
-    return sum(1 for n in (host.get("numa") or {}).get("nodes") or [] if n.get("cpus"))
+def _cpu_node_count(host: Facts) -> int:
+    return sum(1 for n in numa_nodes(host) if n.get("cpus"))
 
 
-def rule_gpu_locality(raw: Mapping[str, Any], host: Mapping[str, Any]) -> list[Finding]:
+def rule_gpu_locality(raw: NumaRaw, host: Facts) -> list[Finding]:
     """A GPU on a different node than the CPUs this process runs on: copies cross the interconnect."""
     if _cpu_node_count(host) < 2:
         return []
     mine = _process_nodes(raw, host)
-    cpu_nodes = {n["id"] for n in host["numa"]["nodes"] if n.get("cpus")}
+    cpu_nodes = {n["id"] for n in numa_nodes(host) if n.get("cpus")}
     findings = []
     for gpu in host.get("gpus") or []:
         node = gpu.get("numa_node")
@@ -246,18 +247,17 @@ def rule_gpu_locality(raw: Mapping[str, Any], host: Mapping[str, Any]) -> list[F
     return findings
 
 
-def _bound(raw: Mapping[str, Any], host: Mapping[str, Any]) -> bool:
+def _bound(raw: NumaRaw, host: Facts) -> bool:
     placement = raw.get("placement") or {}
     return raw.get("bind") is not None or placement.get("mempolicy") == "bind" \
         or len(_process_nodes(raw, host)) == 1
 
 
-def rule_balancing_while_bound(raw: Mapping[str, Any], host: Mapping[str, Any]) -> list[Finding]:
+def rule_balancing_while_bound(raw: NumaRaw, host: Facts) -> list[Finding]:
     """Automatic NUMA balancing on while this workload is bound to a node."""
-    numa = host.get("numa") or {}
-    balancing = numa.get("balancing")
+    balancing = numa_facts(host).get("balancing")
     automatic = isinstance(balancing, int) and balancing & 1  # bit 0; 2 alone is memory tiering
-    if not automatic or len(numa.get("nodes") or []) < 2 or not _bound(raw, host):
+    if not automatic or len(numa_nodes(host)) < 2 or not _bound(raw, host):
         return []
     return [Finding(Verdict.WARN, "kernel.numa_balancing is on while this workload is bound to a node: "
                     "its scanner adds page faults to a workload that is already placed",
@@ -265,22 +265,20 @@ def rule_balancing_while_bound(raw: Mapping[str, Any], host: Mapping[str, Any]) 
                     "unbound ones)")]
 
 
-def rule_memory_balance(raw: Mapping[str, Any], host: Mapping[str, Any]) -> list[Finding]:
+def rule_memory_balance(raw: NumaRaw, host: Facts) -> list[Finding]:
     """Memory badly unbalanced between CPU nodes: installed (DIMMs) or free (one node nearly full)."""
-    nodes = [n for n in (host.get("numa") or {}).get("nodes") or []
-             if n.get("cpus") and n.get("memory_total_bytes")]
-    if len(nodes) < 2:
+    total = {n["id"]: size for n in numa_nodes(host) if n.get("cpus") and (size := n.get("memory_total_bytes"))}
+    if len(total) < 2:
         return []
     findings = []
-    small = min(nodes, key=lambda n: n["memory_total_bytes"])
-    big = max(nodes, key=lambda n: n["memory_total_bytes"])
-    if big["memory_total_bytes"] > MEMORY_TOTAL_RATIO * small["memory_total_bytes"]:
-        findings.append(Finding(Verdict.WARN, f"node {small['id']} has {_gib(small['memory_total_bytes'])} "
-                                f"of memory, node {big['id']} {_gib(big['memory_total_bytes'])}: threads on "
-                                f"node {small['id']} will spill to remote memory sooner",
+    small, big = min(total, key=total.__getitem__), max(total, key=total.__getitem__)
+    if total[big] > MEMORY_TOTAL_RATIO * total[small]:
+        findings.append(Finding(Verdict.WARN, f"node {small} has {_gib(total[small])} "
+                                f"of memory, node {big} {_gib(total[big])}: threads on "
+                                f"node {small} will spill to remote memory sooner",
                                 "populate every socket's memory channels alike (dmidecode -t memory)"))
-    fractions = {n["id"]: n["memory_free_bytes"] / n["memory_total_bytes"] for n in nodes
-                 if n.get("memory_free_bytes") is not None}
+    fractions = {n["id"]: free / total[n["id"]] for n in numa_nodes(host)
+                 if n["id"] in total and (free := n.get("memory_free_bytes")) is not None}
     if fractions and min(fractions.values()) < LOW_FREE_FRACTION < HIGH_FREE_FRACTION < max(fractions.values()):
         low = min(fractions, key=fractions.__getitem__)
         high = max(fractions, key=fractions.__getitem__)
@@ -292,7 +290,7 @@ def rule_memory_balance(raw: Mapping[str, Any], host: Mapping[str, Any]) -> list
     return findings
 
 
-def rule_working_set(raw: Mapping[str, Any], host: Mapping[str, Any]) -> list[Finding]:
+def rule_working_set(raw: NumaRaw, host: Facts) -> list[Finding]:
     """A working set not far above the largest cache reads low: say so."""
     sizes = [p["working_set_bytes"] for p in raw.get("pairs", []) if p.get("working_set_bytes")]
     size = min(sizes) if sizes else (raw.get("method") or {}).get("working_set_bytes")
@@ -304,11 +302,13 @@ def rule_working_set(raw: Mapping[str, Any], host: Mapping[str, Any]) -> list[Fi
                     "give more memory or run without --quick for a larger working set")]
 
 
-RULES = (rule_single_node, rule_misplaced_pages, rule_unverified_pages, rule_skipped_pairs, rule_notes,
-         rule_sampled, rule_noise, rule_slow_node, rule_remote_penalty, rule_gpu_locality, rule_balancing_while_bound,
-         rule_memory_balance, rule_working_set)
+RULES: tuple[Rule, ...] = (
+    rule_single_node, rule_misplaced_pages, rule_unverified_pages, rule_skipped_pairs, rule_notes, rule_sampled,
+    rule_noise, rule_slow_node, rule_unlike_working_sets, rule_remote_penalty, rule_gpu_locality,
+    rule_balancing_while_bound, rule_memory_balance, rule_working_set)
 
 
-def findings(raw: Mapping[str, Any], host: Mapping[str, Any]) -> tuple[Finding, ...]:
+def findings(raw: Mapping[str, Any], host: Facts) -> tuple[Finding, ...]:
     """Every rule's findings, in rule order."""
-    return tuple(f for rule in RULES for f in rule(raw, host))
+    numbers = typed(raw)
+    return tuple(f for rule in RULES for f in rule(numbers, host))

@@ -1,0 +1,61 @@
+"""`perfprobe numa`: topology, latency and bandwidth matrices (CPU node x memory node), placement.
+
+measure.py places a buffer on each memory node, verifies its pages and times a pointer chase and a
+parallel read from each CPU node; plan.py sizes it (presets, memory budgets) and picks the pairs;
+rules.py and tables.py judge the numbers (pure, tested on recorded runs). The NUMA system calls
+and a node with usable CPUs and memory are declared requirements, checked before measuring.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Mapping
+
+from perfprobe.host.facts import Facts
+from perfprobe.model import Assessment
+from perfprobe.probe import Probe, ProbeContext, ProbeSkipped
+from perfprobe.probes.numa import rules, tables
+from perfprobe.probes.numa.figures import pair_figures, typed
+
+
+def judge(raw: Mapping[str, Any], host: Facts) -> Assessment:
+    """Topology tables, the matrices, metrics, and the rules' findings. Pure."""
+    numbers = typed(raw)
+    latency, bandwidth = pair_figures(numbers, "latency_ns"), pair_figures(numbers, "read_gbs")
+    shown = tables.topology(host) + tables.matrices(numbers, latency, bandwidth) + \
+        tables.penalties(numbers, host) + tables.placement(numbers)
+    return Assessment(summary=tables.summary(numbers, host, latency),
+                      metrics=tables.metrics(numbers, host, latency, bandwidth),
+                      findings=rules.findings(raw, host), tables=shown, facts=tables.facts(numbers),
+                      key_figure=tables.key_figure(numbers, latency))
+
+
+@dataclass(frozen=True)
+class NumaSyscalls:
+    """The kernel's memory-policy calls (mbind, set_mempolicy, move_pages): CONFIG_NUMA."""
+
+    def unmet(self, ctx: ProbeContext) -> ProbeSkipped | None:
+        from perfprobe import numa_sys
+
+        available, why = numa_sys.numa_syscalls_available()
+        if available:
+            return None
+        return ProbeSkipped(f"cannot place memory on NUMA nodes: {why}",
+                            "run on a kernel built with CONFIG_NUMA (every distribution kernel is)")
+
+
+@dataclass(frozen=True)
+class PlaceableNodes:
+    """At least one node this process may run on and one it may allocate on (cpuset, --bind)."""
+
+    def unmet(self, ctx: ProbeContext) -> ProbeSkipped | None:
+        from perfprobe.probes.numa.measure import cpu_and_memory_nodes
+
+        cpu_nodes, mem_nodes = cpu_and_memory_nodes(ctx)
+        if cpu_nodes and mem_nodes:
+            return None
+        return ProbeSkipped("no NUMA node with usable CPUs and memory", "check the cpuset of this process")
+
+
+PROBE = Probe(name="numa", title="NUMA locality", judge=judge, measure_module="perfprobe.probes.numa.measure",
+              requires=(NumaSyscalls(), PlaceableNodes()))
