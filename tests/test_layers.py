@@ -5,6 +5,7 @@ every probe is a package of the same shape, and rules and tables never import ea
 from __future__ import annotations
 
 import ast
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -19,11 +20,16 @@ SHAPE = ("__init__.py", "plan.py", "measure.py", "figures.py", "rules.py", "tabl
 PURE = ("plan", "figures", "rules", "tables")
 
 
-def _heavy_after(code: str) -> list[str]:
-    """Heavy modules loaded by a fresh interpreter after running `code`."""
+def _modules_after(code: str) -> set[str]:
+    """Every module a fresh interpreter has loaded after running `code`."""
     out = subprocess.run([sys.executable, "-c", code + "\nimport sys; print(' '.join(sys.modules))"],
                          capture_output=True, text=True, check=True).stdout
-    return sorted(m for m in out.split() if m.split(".")[0] in HEAVY)
+    return set(out.split())
+
+
+def _heavy_after(code: str) -> list[str]:
+    """Heavy modules loaded by a fresh interpreter after running `code`."""
+    return sorted(m for m in _modules_after(code) if m.split(".")[0] in HEAVY)
 
 
 def test_cli_start_up_imports_nothing_heavy() -> None:
@@ -81,3 +87,31 @@ def test_the_import_reader_sees_relative_and_function_level_imports(tmp_path: Pa
     probe.mkdir()
     (probe / "rules.py").write_text("def f():\n    from . import tables\n    from .figures import x\n")
     assert {"perfprobe.probes.demo.tables", "perfprobe.probes.demo.figures"} <= _imported(probe / "rules.py")
+
+
+PACKAGE = PROBES.parent
+GPU_PROBES = ("pinned", "streams", "uvm")
+
+
+def _sources_containing(pattern: str) -> set[str]:
+    """Paths (relative to perfprobe/) of the modules whose source matches `pattern`."""
+    found = re.compile(pattern, re.MULTILINE)
+    return {str(p.relative_to(PACKAGE)) for p in PACKAGE.rglob("*.py") if found.search(p.read_text())}
+
+
+def test_nvml_is_called_from_one_module() -> None:
+    assert _sources_containing(r"^\s*(import pynvml|from pynvml)") == {"kernels/nvml.py"}
+
+
+def test_the_pcie_link_files_are_read_in_one_place() -> None:
+    """host/pci.py reads them through SysRoot, for the host facts and the GPU probes alike."""
+    assert _sources_containing(r"current_link_speed") == {"host/pci.py"}
+
+
+def test_gpu_probe_packages_import_no_kernels_until_measured() -> None:
+    loaded = _modules_after("\n".join(f"import perfprobe.probes.{name}" for name in GPU_PROBES))
+    assert not [m for m in loaded if m.startswith("perfprobe.kernels") or m.endswith(".measure")]
+
+
+def test_only_measure_imports_the_uvm_paths_helper() -> None:
+    assert _sources_containing(r"perfprobe\.probes\.uvm import paths|probes\.uvm\.paths") == {"probes/uvm/measure.py"}
