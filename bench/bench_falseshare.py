@@ -14,6 +14,7 @@ import shutil
 import statistics
 import subprocess
 import sys
+from functools import partial
 from pathlib import Path
 from typing import Callable
 
@@ -82,8 +83,8 @@ def measure(kernels, cpus: list[int]) -> dict[tuple[str, int], dict[str, list[fl
     for _ in range(REPEATS):
         for p in points:
             kind, spacing = p
-            samples[p]["c"].append(undisturbed(lambda: c_run(kind, cpus, iters[p], spacing)))
-            samples[p]["perfprobe"].append(undisturbed(lambda: numba_run(kernels, kind, cpus, iters[p], spacing)))
+            samples[p]["c"].append(undisturbed(partial(c_run, kind, cpus, iters[p], spacing)))
+            samples[p]["perfprobe"].append(undisturbed(partial(numba_run, kernels, kind, cpus, iters[p], spacing)))
     return samples
 
 
