@@ -16,8 +16,8 @@ from hypothesis import strategies as st
 from perfprobe.host import read_host_facts
 from perfprobe.host.gpus import nvml_gpus
 from perfprobe.host.pci import link_facts, sysfs_address
-from perfprobe.pcie import gen_from_speed as pcie_gen
 from perfprobe.host.sysroot import SysRoot
+from perfprobe.pcie import gen_from_speed as pcie_gen
 
 
 def write(root: Path, files: dict[str, str]) -> Path:
