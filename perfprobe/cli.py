@@ -9,10 +9,9 @@ from __future__ import annotations
 import os
 import sys
 from pathlib import Path
-from typing import Any, Optional
+from typing import Annotated, Any, Optional
 
 import typer
-from typing_extensions import Annotated
 
 from perfprobe import __version__
 from perfprobe.config import Knobs, RunConfig, UsageError
