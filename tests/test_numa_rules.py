@@ -14,6 +14,7 @@ import pytest
 from perfprobe import load_schema
 from perfprobe.model import Verdict
 from perfprobe.probes import numa
+from perfprobe.probes.numa import figures
 from perfprobe.probes.numa import rules as numa_rules
 
 DATA = Path(__file__).parent / "data"
@@ -236,3 +237,49 @@ def test_replay_through_the_cli_validates_against_the_schema(path):
     jsonschema.validate(report, load_schema())
     (result,) = report["results"]
     assert done.returncode == {"pass": 0, "warn": 1}[result["verdict"]]
+
+
+def _capped(raw: dict, node: int, size: int, others: int) -> dict:
+    """The raw numbers as if memory node `node`'s buffer had been capped to `size` bytes."""
+    raw = copy.deepcopy(raw)
+    for pair in raw["pairs"]:
+        pair["working_set_bytes"] = size if pair["mem_node"] == node else others
+    return raw
+
+
+def test_pairs_on_unequal_working_sets_are_not_compared_and_said():
+    """Issue 14 item 15: node 1 capped to 28 MiB against 64 MiB on node 0 — the remote/local ratios
+    would mix node distance with cache hits, so they are named, with both sizes, and not judged."""
+    raw, host = load("two_socket_healthy")
+    raw = _capped(raw, 1, 28 << 20, 64 << 20)
+    raw["pairs"][1]["latency_ns"]["median"] = 89.4 * 2.9  # 0 -> 1 at 2.9x: a warn if it were compared
+    assert figures.unlike_pairs(raw) == {(0, 1): (28 << 20, 64 << 20), (1, 0): (64 << 20, 28 << 20)}
+    assert figures.comparable_ratios(raw) == {}
+    result = numa.judge(raw, host)
+    assert result.verdict is Verdict.PASS
+    (note,) = [f for f in result.findings if "not compared" in f.message]
+    assert note.message.startswith("remote/local latency not compared for CPU->memory node pair(s) "
+                                   "0->1 on 28 MiB against 64 MiB locally (2.90x as measured); "
+                                   "1->0 on 64 MiB against 28 MiB locally (")
+    assert "the working sets differed" in note.message and "--size 28M" in note.advice
+    assert not any("remote latency costs" in f.message for f in result.findings)
+    assert result.metrics["remote_over_local_latency.max"].value is None
+    assert "remote up to" not in result.summary and not result.key_figure.startswith("remote")
+    penalties = next(t for t in result.tables if t.title == "Remote / local latency")
+    assert penalties.columns[-1] == "working sets remote / local"
+    assert penalties.rows[0][-1] == "28 / 64 MiB: not compared"
+
+
+def test_pairs_on_equal_working_sets_are_compared_as_before():
+    raw, host = load("two_socket_healthy")
+    same = _capped(raw, 1, 64 << 20, 64 << 20)
+    assert figures.unlike_pairs(same) == {}
+    assert numa.judge(same, host).metrics["remote_over_local_latency.max"].value == pytest.approx(141.2 / 90.1, abs=1e-3)
+    penalties = next(t for t in numa.judge(same, host).tables if t.title == "Remote / local latency")
+    assert penalties.columns[-1] == "distance table"
+
+
+def test_slow_node_is_compared_only_against_nodes_on_the_same_working_set():
+    raw, host = load("two_socket_slow_node")
+    assert warnings(_capped(raw, 1, 64 << 20, 64 << 20), host)
+    assert not warnings(_capped(raw, 1, 28 << 20, 64 << 20), host)
