@@ -5,7 +5,7 @@ BIN    := $(VENV)/bin
 # On a host with an NVIDIA driver, `make run` also installs cupy for the driver's CUDA major version.
 GPU_EXTRA := $(shell $(PYTHON) tools/gpu_extra.py 2>/dev/null)
 
-.PHONY: run test lint bench bench-verdicts completions test-numa-vm readme clean
+.PHONY: run test lint bench bench-verdicts completions test-numa-vm test-html readme clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -49,6 +49,13 @@ completions: $(VENV)/.installed
 ## test-numa-vm: boot emulated multi-node NUMA guests (QEMU, TCG) and run the NUMA checks inside
 test-numa-vm: $(VENV)/.installed-test
 	bash tools/numa-vm/run.sh
+
+## test-html: the HTML report in headless Chromium (installs Debian's chromium + chromium-driver when missing)
+test-html: $(VENV)/.installed-test
+	@command -v chromium >/dev/null && command -v chromedriver >/dev/null || \
+	  { apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends \
+	    chromium chromium-driver; } || echo "test-html: could not install chromium; the browser test will skip"
+	$(BIN)/python -m pytest -q -p no:cacheprovider tests/test_html_browser.py
 
 clean:
 	rm -rf $(VENV) bench/build .pytest_cache

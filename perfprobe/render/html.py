@@ -13,7 +13,7 @@ from typing import Any, Sequence
 
 from perfprobe.config import UsageError
 from perfprobe.model import Finding, ProbeResult, Report, Verdict
-from perfprobe.render.html_page import badge, esc, findings_list, host_items, host_line, page, table_html
+from perfprobe.render.html_page import badge, caption, esc, findings_list, host_items, host_line, page, table_html
 
 
 def write(report: Report, path: Path) -> None:
@@ -61,8 +61,7 @@ def result_section(result: ProbeResult) -> str:
         beside = _findings_for(result.findings, chart.topic)
         parts.append(
             f'<figure data-chart="{esc(chart.key)}"><div class="chart">{_chart_html(chart.key, chart.figure)}</div>'
-            f"<figcaption><h3>{esc(chart.title)}</h3><p class=\"units\">{esc(chart.units)}</p>"
-            f'<p class="method">{esc(chart.method)}</p>'
+            f"<figcaption>{caption(chart.title, chart.units, chart.method)}"
             f'<p>verdict: {badge(_worst(beside, result.verdict))}</p>{findings_list(beside)}</figcaption></figure>')
     parts.append("<h3>Findings</h3>" + (findings_list(result.findings) or "<p>none</p>"))
     if result.metrics:

@@ -14,7 +14,7 @@ from typing import Any, Callable, Mapping, Sequence
 import plotly.graph_objects as go
 
 from perfprobe.model import ProbeResult, Report, Verdict
-from perfprobe.render.html_page import badge, esc, findings_list, part, table_html
+from perfprobe.render.html_page import badge, caption, esc, findings_list, part, table_html
 
 KEY_METRICS: dict[str, tuple[str, ...]] = {
     "host": ("cpus.usable", "memory.total_bytes"),
@@ -26,6 +26,7 @@ KEY_METRICS: dict[str, tuple[str, ...]] = {
     "streams": ("best.speedup", "best.efficiency", "both_directions_gbs"),
     "uvm": ("ratio.managed_on_demand", "ratio.managed_prefetch", "gbs.explicit_copy", "gbs.zero_copy"),
 }
+UNITS_NOTE = "each metric in its own unit (text); colour: distance from the group median in robust deviations"
 OUTLIER = 3.5
 FLOOR = 0.02
 DISTANCE_SCALE = [[0.0, "#e8f3ea"], [0.3, "#fee08b"], [0.6, "#f46d43"], [1.0, "#a50026"]]
@@ -101,12 +102,11 @@ def _group_section(index: int, name: str, hosts: list[Host], chart_html: Callabl
              f"{'s' if len(hosts) != 1 else ''}</h2>"]
     if columns:
         figure = _heatmap(hosts, columns, dist)
+        method = f"median and median absolute deviation per metric over the {len(hosts)} hosts of this group"
         outliers = [(h, c) for h in hosts for c in columns if abs(dist.get((h.label, c), 0.0)) > OUTLIER]
         parts.append(f'<figure data-chart="fleet{index}"><div class="chart">{chart_html(f"fleet{index}", figure)}'
-                     f"</div><figcaption><h3>Hosts × key figures</h3>"
-                     f'<p class="units">each metric in its own unit (text); colour: distance from the group median '
-                     f"in robust deviations</p><p class=\"method\">median and median absolute deviation per metric "
-                     f"over the {len(hosts)} hosts of this group</p>{_outlier_notes(outliers, dist)}</figcaption>"
+                     f"</div><figcaption>{caption('Hosts × key figures', UNITS_NOTE, method)}"
+                     f"{_outlier_notes(outliers, dist)}</figcaption>"
                      f"</figure>")
     parts.append(_host_table(hosts, columns, dist))
     parts.append(_missing(hosts))

@@ -34,8 +34,6 @@ figure { display:grid; grid-template-columns:minmax(0, 2.2fr) minmax(220px, 1fr)
   padding:12px; background:var(--card); border:1px solid var(--line); border-radius:8px; break-inside:avoid; }
 figure .chart { min-height:260px; }
 figcaption .units, figcaption .method { color:var(--muted); margin:2px 0; font-size:13px; }
-figcaption .units::before { content:"units: "; font-weight:600; }
-figcaption .method::before { content:"method: "; font-weight:600; }
 ul.findings { list-style:none; padding:0; margin:8px 0 0; }
 ul.findings li { margin:0 0 8px; }
 .advice { display:block; margin-left:4px; padding-left:8px; border-left:3px solid var(--line); color:var(--fg); }
@@ -105,6 +103,12 @@ def page(title: str, header: str, body: str, plotly_js: str) -> str:
 
 def esc(text: Any) -> str:
     return html.escape(str(text), quote=True)
+
+
+def caption(title: str, units: str, method: str) -> str:
+    """A chart's title, units and one-line method, as text (copied and printed with the page)."""
+    return (f"<h3>{esc(title)}</h3><p class=\"units\"><b>units:</b> {esc(units)}</p>"
+            f"<p class=\"method\"><b>method:</b> {esc(method)}</p>")
 
 
 def badge(verdict: Verdict) -> str:
