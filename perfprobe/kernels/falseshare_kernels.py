@@ -22,7 +22,7 @@ import os
 import re
 import threading
 from dataclasses import dataclass
-from typing import Callable, Sequence
+from typing import Any, Callable, Sequence
 
 import numpy as np
 from llvmlite import ir
@@ -34,6 +34,7 @@ PAGE_BYTES = 4096
 KIND_ATOMIC = 0
 KIND_PLAIN = 1
 KINDS = {"atomic": KIND_ATOMIC, "plain": KIND_PLAIN}
+_intrinsic: Any = intrinsic  # its typed __call__ counts typingctx, which numba passes itself
 _I64 = ir.IntType(64)
 _I32 = ir.IntType(32)
 _CLOCK_MONOTONIC = 1
@@ -45,39 +46,39 @@ def _ptr(builder: ir.IRBuilder, addr: ir.Value) -> ir.Value:
     return builder.inttoptr(addr, _I64.as_pointer())
 
 
-@intrinsic
-def _atomic_add(typingctx, addr, value):  # type: ignore[no-untyped-def]
+@_intrinsic
+def _atomic_add(typingctx, addr, value):
     """`*addr += value` as one seq_cst atomic read-modify-write; returns the old value."""
-    def codegen(context, builder, sig, args):  # type: ignore[no-untyped-def]
+    def codegen(context, builder, sig, args):
         return builder.atomic_rmw("add", _ptr(builder, args[0]), args[1], "seq_cst")
     return types.int64(types.int64, types.int64), codegen
 
 
-@intrinsic
-def _load(typingctx, addr, ordering):  # type: ignore[no-untyped-def]
+@_intrinsic
+def _load(typingctx, addr, ordering):
     """An atomic 8-byte load the optimiser must perform (`ordering`: 0 relaxed, 1 acquire)."""
     order = "acquire" if getattr(ordering, "literal_value", 0) else "monotonic"
 
-    def codegen(context, builder, sig, args):  # type: ignore[no-untyped-def]
+    def codegen(context, builder, sig, args):
         return builder.load_atomic(_ptr(builder, args[0]), order, 8)
     return types.int64(types.int64, ordering), codegen
 
 
-@intrinsic
-def _store(typingctx, addr, value, ordering):  # type: ignore[no-untyped-def]
+@_intrinsic
+def _store(typingctx, addr, value, ordering):
     """An atomic 8-byte store the optimiser must perform (`ordering`: 0 relaxed, 1 release)."""
     order = "release" if getattr(ordering, "literal_value", 0) else "monotonic"
 
-    def codegen(context, builder, sig, args):  # type: ignore[no-untyped-def]
+    def codegen(context, builder, sig, args):
         builder.store_atomic(args[1], _ptr(builder, args[0]), order, 8)
         return context.get_dummy_value()
     return types.none(types.int64, types.int64, ordering), codegen
 
 
-def _clock_intrinsic(clock_id: int, doc: str):  # type: ignore[no-untyped-def]
+def _clock_intrinsic(clock_id: int, doc: str):
     """An intrinsic reading clock_gettime(clock_id) in ns, callable without the GIL (libc symbol)."""
-    def clock(typingctx):  # type: ignore[no-untyped-def]
-        def codegen(context, builder, sig, args):  # type: ignore[no-untyped-def]
+    def clock(typingctx):
+        def codegen(context, builder, sig, args):
             ts_type = ir.ArrayType(_I64, 2)
             fnty = ir.FunctionType(_I32, [_I32, ts_type.as_pointer()])
             fn = cgutils.get_or_insert_function(builder.module, fnty, "clock_gettime")
@@ -89,18 +90,18 @@ def _clock_intrinsic(clock_id: int, doc: str):  # type: ignore[no-untyped-def]
             return builder.add(builder.mul(sec, ir.Constant(_I64, 1_000_000_000)), nsec)
         return types.int64(), codegen
     clock.__doc__ = doc
-    return intrinsic(clock)
+    return _intrinsic(clock)
 
 
 _monotonic_ns = _clock_intrinsic(_CLOCK_MONOTONIC, "Wall time: CLOCK_MONOTONIC in ns.")
 _thread_cpu_ns = _clock_intrinsic(_CLOCK_THREAD_CPUTIME_ID, "This thread's CPU time in ns.")
 
 
-@intrinsic
-def _compiler_barrier(typingctx):  # type: ignore[no-untyped-def]
+@_intrinsic
+def _compiler_barrier(typingctx):
     """An empty asm with a memory clobber: keeps a load and the following store separate
     instructions (no `incq (mem)` fusion), as a C compiler emits a `volatile` increment."""
-    def codegen(context, builder, sig, args):  # type: ignore[no-untyped-def]
+    def codegen(context, builder, sig, args):
         builder.asm(ir.FunctionType(ir.VoidType(), []), "", "~{memory}", [], True)
         return context.get_dummy_value()
     return types.none(), codegen

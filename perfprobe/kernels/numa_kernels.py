@@ -42,7 +42,7 @@ def chase_ns(words: np.ndarray, steps: int, start: int | None = None) -> tuple[f
 
 def use_threads(count: int) -> int:
     """Run numba's parallel kernels on `count` threads (capped by the pool); returns the count used."""
-    used = max(1, min(count, numba.config.NUMBA_NUM_THREADS))
+    used = max(1, min(count, numba.config.NUMBA_NUM_THREADS))  # type: ignore[attr-defined]
     numba.set_num_threads(used)
     return used
 
