@@ -8,6 +8,7 @@ read by perfprobe/host/pci.py through the root-aware SysRoot, never here.
 
 from __future__ import annotations
 
+import os
 from typing import Any, Callable
 
 from perfprobe.host.pci import sysfs_address
@@ -121,6 +122,22 @@ class Nvml:
             "clock_event_reasons": reasons,
             "link": self.link(),
         }
+
+    def activity(self) -> dict[str, Any]:
+        """Other work on this GPU now: NVML's utilisation over its last sample period (percent of
+        time a kernel ran; memory: percent of time memory was read or written) and the compute and
+        graphics processes it lists. `own_pid` lets the reader leave this process out; in a PID
+        namespace NVML's pids are the host's, so `own_listed` says whether it matched at all."""
+        util = self._ask("nvmlDeviceGetUtilizationRates")
+        found: dict[int, int | None] = {}
+        for name in ("nvmlDeviceGetComputeRunningProcesses", "nvmlDeviceGetGraphicsRunningProcesses"):
+            for proc in self._ask(name) or []:
+                used = getattr(proc, "usedGpuMemory", None)
+                found[int(proc.pid)] = int(used) if isinstance(used, int) else None
+        own = os.getpid()
+        return {"gpu_util_percent": getattr(util, "gpu", None), "memory_util_percent": getattr(util, "memory", None),
+                "processes": [{"pid": pid, "used_bytes": used} for pid, used in sorted(found.items())],
+                "own_pid": own, "own_listed": own in found, "readable": self._handle is not None}
 
     def close(self) -> None:
         if self._nvml is not None:
