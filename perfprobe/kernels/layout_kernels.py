@@ -69,8 +69,7 @@ def _load_next(typingctx, addr, width):
 
 
 @njit(cache=True, nogil=True)
-def throughput(base: int, stride: int, count: int, reps: int, width: int) -> int:
-    """ns for reps x count loads of `width` bytes at base + j*stride (count a multiple of 4)."""
+def _throughput(base: int, stride: int, count: int, reps: int, width: int) -> int:
     literally(width)
     start = now_ns()
     for _ in range(reps):
@@ -85,14 +84,40 @@ def throughput(base: int, stride: int, count: int, reps: int, width: int) -> int
 
 
 @njit(cache=True, nogil=True)
-def latency(base: int, first: int, steps: int, width: int) -> tuple:
-    """(ns for `steps` dependent loads, the final offset): each load gives the next offset."""
+def _latency(base: int, first: int, steps: int, width: int) -> tuple:
     literally(width)
     offset = first
     start = now_ns()
     for _ in range(steps):
         offset = _load_next(base + offset, width)
     return now_ns() - start, offset
+
+
+@njit(cache=True, nogil=True)
+def throughput(base: int, stride: int, count: int, reps: int, width: int) -> int:
+    """ns for reps x count loads of `width` bytes at base + j*stride (count a multiple of 4).
+
+    Called from Python with a plain width: the literal-width versions are picked here, in compiled
+    code, so a call never goes through numba's literal dispatch (milliseconds each from Python)."""
+    if width == 4:
+        return _throughput(base, stride, count, reps, 4)
+    if width == 8:
+        return _throughput(base, stride, count, reps, 8)
+    if width == 16:
+        return _throughput(base, stride, count, reps, 16)
+    return _throughput(base, stride, count, reps, 32)
+
+
+@njit(cache=True, nogil=True)
+def latency(base: int, first: int, steps: int, width: int) -> tuple:
+    """(ns for `steps` dependent loads, the final offset): each load gives the next offset."""
+    if width == 4:
+        return _latency(base, first, steps, 4)
+    if width == 8:
+        return _latency(base, first, steps, 8)
+    if width == 16:
+        return _latency(base, first, steps, 16)
+    return _latency(base, first, steps, 32)
 
 
 @njit(cache=True, nogil=True)
@@ -155,6 +180,15 @@ def soa_all(s: np.ndarray, reps: int) -> tuple:
             for k in range(s.shape[0]):
                 total += s[k, r]
     return now_ns() - start, total
+
+
+@njit(cache=True, nogil=True)
+def flush(buf: np.ndarray) -> int:
+    """Read one word of every 64-byte line of `buf`: evicts from the caches what came before."""
+    total = 0
+    for i in range(0, buf.size, 8):
+        total += buf[i]
+    return total
 
 
 RECORD_KERNELS = {("aos", "sum"): aos_sum, ("soa", "sum"): soa_sum, ("aos", "update"): aos_update,

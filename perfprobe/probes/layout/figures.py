@@ -1,0 +1,114 @@
+"""Pure readers of layout's raw numbers: what rules and tables both read."""
+
+from __future__ import annotations
+
+import statistics
+from typing import Any, Mapping, Optional
+
+from perfprobe.probes.layout.plan import aligned, splits_line
+
+Raw = Mapping[str, Any]
+SOA_MATTERS = 1.5        # SoA at least this much faster: the layout decides the loop's speed
+SPLIT_MATTERS = 1.3      # a split at least this much slower than aligned: worth avoiding
+
+
+def widths(raw: Raw) -> list[int]:
+    return sorted(int(w) for w in raw["split"]["by_width"])
+
+
+def sweep(raw: Raw, width: int, kind: str = "throughput") -> list[tuple[int, float]]:
+    """(offset, median ns per load) of the line sweep; kind: throughput or latency."""
+    return [(int(p["offset"]), float(p[f"{kind}_ns"]["median"])) for p in raw["split"]["by_width"][str(width)]]
+
+
+def _median_where(raw: Raw, width: int, kind: str, keep: Any) -> Optional[float]:
+    values = [v for o, v in sweep(raw, width, kind) if keep(o)]
+    return statistics.median(values) if values else None
+
+
+def aligned_ns(raw: Raw, width: int, kind: str = "throughput") -> Optional[float]:
+    return _median_where(raw, width, kind, lambda o: aligned(o, width))
+
+
+def line_split_ns(raw: Raw, width: int, kind: str = "throughput") -> Optional[float]:
+    return _median_where(raw, width, kind, lambda o: splits_line(o, width))
+
+
+def misaligned_ns(raw: Raw, width: int, kind: str = "throughput") -> Optional[float]:
+    """Unaligned offsets that stay within one line."""
+    return _median_where(raw, width, kind, lambda o: not aligned(o, width) and not splits_line(o, width))
+
+
+def _ratio(a: Optional[float], b: Optional[float]) -> Optional[float]:
+    return a / b if a is not None and b else None
+
+
+def line_penalty(raw: Raw, width: int, kind: str = "throughput") -> Optional[float]:
+    """A line-splitting load's time over an aligned one's (median over offsets)."""
+    return _ratio(line_split_ns(raw, width, kind), aligned_ns(raw, width, kind))
+
+
+def misaligned_penalty(raw: Raw, width: int, kind: str = "throughput") -> Optional[float]:
+    return _ratio(misaligned_ns(raw, width, kind), aligned_ns(raw, width, kind))
+
+
+def page_ns(raw: Raw, width: int, case: str, kind: str = "throughput") -> float:
+    return float(raw["page"][str(width)][case][f"{kind}_ns"]["median"])
+
+
+def page_penalty(raw: Raw, width: int, kind: str = "throughput") -> float:
+    """A page-splitting load's time over an aligned one at a page start."""
+    return page_ns(raw, width, "split", kind) / page_ns(raw, width, "aligned", kind)
+
+
+def record_ns(raw: Raw, level: str, fields: int, layout: str, op: str) -> Optional[float]:
+    for p in raw["records"]:
+        if (p["level"], p["fields"], p["layout"], p["op"]) == (level, fields, layout, op):
+            return float(p["ns_per_record"]["median"])
+    return None
+
+
+def levels(raw: Raw) -> list[str]:
+    return [lv["name"] for lv in raw["levels"]]
+
+
+def level_bytes(raw: Raw, level: str) -> int:
+    return int(next(lv["bytes"] for lv in raw["levels"] if lv["name"] == level))
+
+
+def fields(raw: Raw) -> list[int]:
+    return sorted({int(p["fields"]) for p in raw["records"]})
+
+
+def soa_speedup(raw: Raw, level: str, k: int, op: str = "sum") -> Optional[float]:
+    """AoS time over SoA time (above 1: SoA faster)."""
+    return _ratio(record_ns(raw, level, k, "aos", op), record_ns(raw, level, k, "soa", op))
+
+
+def soa_from(raw: Raw, level: str, op: str = "sum") -> Optional[int]:
+    """The smallest field count from which SoA is at least SOA_MATTERS faster for every larger K."""
+    found: Optional[int] = None
+    for k in reversed(fields(raw)):
+        s = soa_speedup(raw, level, k, op)
+        if s is None or s < SOA_MATTERS:
+            break
+        found = k
+    return found
+
+
+def vector_bytes(raw: Raw, layout: str, op: str) -> Optional[int]:
+    entry = (raw.get("vector") or {}).get(f"{layout}.{op}")
+    return int(entry["vector_bytes"]) if entry else None
+
+
+def spread(stat: Mapping[str, Any]) -> float:
+    median = float(stat["median"])
+    return (float(stat["max"]) - float(stat["min"])) / median if median else 0.0
+
+
+def disturbed_fraction(raw: Raw, limit: float) -> float:
+    """Share of record and aligned-load points whose repeats disagree by more than `limit`."""
+    stats = [p["ns_per_record"] for p in raw["records"]]
+    for w in widths(raw):
+        stats += [p["throughput_ns"] for p in raw["split"]["by_width"][str(w)] if aligned(int(p["offset"]), w)]
+    return sum(spread(s) > limit for s in stats) / len(stats) if stats else 0.0

@@ -1,0 +1,140 @@
+"""Measure `perfprobe layout`: loads at every offset of a line and across pages; AoS against SoA.
+
+Only this module (with the kernels) imports numba. It returns plain numbers; figures.py reads them.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from perfprobe.budget import host_memory_budget
+from perfprobe.probe import ProbeContext
+from perfprobe.probes.layout.plan import (
+    FIELDS,
+    LINE_BYTES,
+    OFFSETS,
+    OPS,
+    PAGE_BYTES,
+    PAGE_SPLITS,
+    PRESETS,
+    WIDTHS,
+    Settings,
+    flush_bytes,
+    levels,
+    passes,
+    records,
+    split_lines,
+)
+from perfprobe.stats import summarize
+
+METHOD = ("numba nopython kernels timed inside compiled code (clock_gettime CLOCK_MONOTONIC); loads "
+          "are unaligned (align 1) llvmlite loads kept by an empty asm; latency from a chain in which "
+          "each load holds the next offset; medians of repeats")
+
+
+def measure(ctx: ProbeContext) -> dict[str, Any]:
+    from perfprobe.kernels import layout_kernels as kernels
+
+    settings: Settings = ctx.config.preset(PRESETS)
+    lines = split_lines(ctx.host)
+    split = _line_sweep(ctx, kernels, lines, settings)
+    page = _page_splits(kernels, settings)
+    plan = levels(ctx.host, settings, host_memory_budget(ctx.host, ctx.config.bind))
+    points = _records(ctx, kernels, plan, settings)
+    vector = {f"{lay}.{op}": dict(zip(("vector_bytes", "how"), kernels.vector_bytes(k)))
+              for (lay, op), k in kernels.RECORD_KERNELS.items()}
+    return {"method": METHOD, "line_bytes": LINE_BYTES, "split_lines": lines, "split": split, "page": page,
+            "levels": [{"name": lv.name, "bytes": lv.bytes, "capped_by": lv.basis} for lv in plan],
+            "records": points, "vector": vector, "quick": ctx.quick, "repeats": settings.repeats}
+
+
+def _chain(buf: np.ndarray, positions: np.ndarray) -> int:
+    """Write at each position the 32-bit offset of the next one (a cycle); the first position."""
+    nxt = np.roll(positions, -1)
+    for b in range(4):
+        buf[positions + b] = (nxt >> (8 * b)) & 0xFF
+    return int(positions[0])
+
+
+def _time(samples: int, run: Any) -> dict[str, float]:
+    return summarize([run() for _ in range(samples)])
+
+
+def _line_sweep(ctx: ProbeContext, kernels: Any, lines: int, settings: Settings) -> dict[str, Any]:
+    buf = kernels.aligned_bytes((lines + 1) * LINE_BYTES)
+    base = buf.ctypes.data
+    reps = max(1, settings.loads // lines)
+    order = np.random.default_rng(15).permutation(lines) * LINE_BYTES
+    out: dict[str, list[dict[str, Any]]] = {str(w): [] for w in WIDTHS}
+    with ctx.progress("layout: offsets", len(OFFSETS)) as task:
+        for offset in OFFSETS:
+            first = _chain(buf, order + offset)
+            for w in WIDTHS:
+                kernels.throughput(base + offset, LINE_BYTES, lines, 1, w)
+                tp = _time(settings.repeats, lambda: kernels.throughput(
+                    base + offset, LINE_BYTES, lines, reps, w) / (lines * reps))
+                lat = _time(settings.repeats, lambda: kernels.latency(
+                    base, first, settings.chain_steps, w)[0] / settings.chain_steps)
+                out[str(w)].append({"offset": offset, "throughput_ns": tp, "latency_ns": lat})
+            task.advance()
+    return {"loads_per_run": lines * reps, "chain_steps": settings.chain_steps, "by_width": out}
+
+
+def _page_splits(kernels: Any, settings: Settings) -> dict[str, Any]:
+    """Each width at the start of PAGE_SPLITS pages (aligned) and straddling their ends."""
+    buf = kernels.aligned_bytes((PAGE_SPLITS + 2) * PAGE_BYTES)
+    base = buf.ctypes.data
+    reps = max(1, settings.loads // PAGE_SPLITS)
+    out: dict[str, Any] = {}
+    for w in WIDTHS:
+        out[str(w)] = {}
+        for name, at in (("aligned", PAGE_BYTES), ("split", 2 * PAGE_BYTES - w // 2)):
+            positions = at + PAGE_BYTES * np.arange(PAGE_SPLITS)
+            first = _chain(buf, positions)
+            kernels.throughput(base + at, PAGE_BYTES, PAGE_SPLITS, 1, w)
+            tp = _time(settings.repeats, lambda: kernels.throughput(
+                base + at, PAGE_BYTES, PAGE_SPLITS, reps, w) / (PAGE_SPLITS * reps))
+            lat = _time(settings.repeats, lambda: kernels.latency(
+                base, first, settings.chain_steps, w)[0] / settings.chain_steps)
+            out[str(w)][name] = {"offset_in_page": at % PAGE_BYTES, "throughput_ns": tp, "latency_ns": lat}
+    return out
+
+
+def _records(ctx: ProbeContext, kernels: Any, plan: list[Any], settings: Settings) -> list[dict[str, Any]]:
+    """ns per record of each (level, K, layout, op); one buffer, viewed as (N, K) or (K, N)."""
+    buf = np.ones(max(lv.bytes for lv in plan) // 8, dtype=np.int64)
+    flush = np.ones(flush_bytes(ctx.host) // 8, dtype=np.int64)
+    out = []
+    with ctx.progress("layout: records", len(plan) * len(FIELDS)) as task:
+        for lv in plan:
+            for k in FIELDS:
+                n = records(lv.bytes, k)
+                views = {"aos": buf[:n * k].reshape(n, k), "soa": buf[:n * k].reshape(k, n)}
+                for op in OPS:
+                    for lay in ("aos", "soa"):
+                        out.append(_record_point(kernels, lv.name, k, n, lay, op, views[lay], settings, flush))
+                task.advance()
+    return out
+
+
+def _record_point(kernels: Any, level: str, k: int, n: int, lay: str, op: str, view: np.ndarray,
+                  settings: Settings, flush: np.ndarray) -> dict[str, Any]:
+    """L1, L2: warm, then passes for ~run_ms. DRAM: one pass, after reading the flush buffer (one
+    field's array of K=16 records is 1/16 of the working set and would otherwise stay cached)."""
+    kernel = kernels.RECORD_KERNELS[(lay, op)]
+    field = () if op == "all" else (0 if op == "sum" else 1,)
+
+    def run(v: np.ndarray, reps: int) -> float:
+        return float(kernel(v, *field, reps)[0])
+
+    if level == "dram":
+        run(view[:64] if lay == "aos" else view[:, :64], 1)  # compiled or loaded from the cache
+        stat = _time(settings.repeats, lambda: (kernels.flush(flush), run(view, 1) / n)[1])
+        reps = 1
+    else:
+        reps = passes(run(view, 1), settings.run_ms)
+        stat = _time(settings.repeats, lambda: run(view, reps) / (reps * n))
+    return {"level": level, "fields": k, "records": n, "layout": lay, "op": op, "passes": reps,
+            "ns_per_record": stat}
