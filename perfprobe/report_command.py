@@ -9,10 +9,9 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any, List, Mapping, Optional, Sequence
+from typing import Annotated, Any, List, Mapping, Optional, Sequence
 
 import typer
-from typing_extensions import Annotated
 
 from perfprobe.config import RunConfig, UsageError
 from perfprobe.model import Curve, Finding, Metric, ProbeResult, Report, Table, Verdict

@@ -15,15 +15,13 @@ from typing import Any, Callable, Sequence
 
 import plotly.graph_objects as go
 
-from perfprobe.model import Cell, Curve, Metric, ProbeResult, Table
+from perfprobe.model import Curve, ProbeResult, Table
+from perfprobe.render.html_cells import bytes_of, finite, median_range, number, spread, value
 from perfprobe.units import format_bytes
 
 BEST_IS_HIGH = re.compile(r"GB/s|bandwidth|efficiency|speedup", re.I)
-SIZE = re.compile(r"^\s*([\d.]+)\s*(B|KiB|MiB|GiB|TiB)\s*$")
-MEDIAN_RANGE = re.compile(r"^\s*([-\d.]+)\s*\[\s*([-\d.]+)\s*[-–]\s*([-\d.]+)\s*\]")
 HEAT_SCALE: list[tuple[float, str]] = [(0.0, "#1a9850"), (0.25, "#a6d96a"), (0.5, "#fee08b"), (0.75, "#f46d43"),
                                        (1.0, "#a50026")]
-UNITS = {"B": 1, "KiB": 1 << 10, "MiB": 1 << 20, "GiB": 1 << 30, "TiB": 1 << 40}
 
 
 @dataclass
@@ -68,7 +66,7 @@ def charts_for(result: ProbeResult) -> list[Chart]:
 
 def curve_chart(key: str, curve: Curve, topic: tuple[str, ...] = ()) -> Chart:
     """A model.Curve as a line, log x where asked, with its marks as labelled dotted verticals."""
-    points = [(x, y) for x, y in curve.points if _finite(x) and _finite(y)]
+    points = [(x, y) for x, y in curve.points if finite(x) and finite(y)]
     fig = go.Figure(go.Scatter(x=[p[0] for p in points], y=[p[1] for p in points], mode="lines+markers",
                                name=curve.y_label))
     ys = [p[1] for p in points] or [0.0, 1.0]
@@ -88,7 +86,7 @@ def matrix_chart(key: str, table: Table) -> Chart:
     """A matrix as a heat map coloured by each cell's distance from the best cell of its row."""
     rows = [str(row[0]) for row in table.rows]
     cols = [str(c) for c in table.columns[1:]]
-    values = [[_number(c) for c in row[1:]] for row in table.rows]
+    values = [[number(c) for c in row[1:]] for row in table.rows]
     high = bool(BEST_IS_HIGH.search(table.title))
     ratios = [_row_ratios(row, high) for row in values]
     text = [["—" if v is None else f"{v:.3g}" for v in row] for row in values]
@@ -118,7 +116,7 @@ def _cache(result: ProbeResult, claimed: Claimed) -> list[Chart]:
     levels = [level for level in levels if any(f"{k}_gbs.{level}.{w}" in result.metrics for k, w in series)]
     fig = go.Figure()
     for kind, who in series:
-        ys = [_value(result.metrics.get(f"{kind}_gbs.{level}.{who}")) for level in levels]
+        ys = [value(result.metrics.get(f"{kind}_gbs.{level}.{who}")) for level in levels]
         if any(y is not None for y in ys):
             fig.add_bar(x=levels, y=ys, name=f"{kind}, {'1 thread' if who == '1t' else 'all threads'}")
     if fig.data:
@@ -141,14 +139,14 @@ def _falseshare(result: ProbeResult, claimed: Claimed) -> list[Chart]:
             found = re.match(r"ns/update \((.+)\)", name)
             if not found:
                 continue
-            spread = _column_index(table, f"min-max ({found.group(1)})")
-            points = [(_bytes(row[0]), _number(row[col]), _range(row[spread]) if spread else None)
+            spread_i = _column_index(table, f"min-max ({found.group(1)})")
+            points = [(bytes_of(row[0]), number(row[col]), spread(row[spread_i]) if spread_i else None)
                       for row in table.rows]
             points = [p for p in points if p[0] is not None and p[1] is not None]
             _line_with_spread(fig, f"{kind}, {found.group(1)}", points)
     if not fig.data:
         return []
-    line = _value(result.metrics.get("coherency_line_bytes"))
+    line = value(result.metrics.get("coherency_line_bytes"))
     ys = [y for trace in fig.data for y in trace.y if y is not None]
     if line:
         _vertical(fig, float(line), min(ys), max(ys), f"line {int(line)} B")
@@ -168,9 +166,9 @@ def _pinned(result: ProbeResult, claimed: Claimed) -> list[Chart]:
     claimed.curves.update(c.title for c in result.curves if "by copy size" in c.title)
     fig = go.Figure()
     for col, name in enumerate(table.columns[1:], start=1):
-        points = [(_bytes(row[0]), *_median_range(row[col])) for row in table.rows]
+        points = [(bytes_of(row[0]), *median_range(row[col])) for row in table.rows]
         _line_with_spread(fig, name, [(x, y, (lo, hi)) for x, y, lo, hi in points if x and y is not None])
-    rate = _value(result.metrics.get("link.rate_gbs"))
+    rate = value(result.metrics.get("link.rate_gbs"))
     xs = [x for trace in fig.data for x in trace.x]
     if rate:
         fig.add_scatter(x=[min(xs), max(xs)], y=[rate, rate], mode="lines", name=f"link rate {rate:.1f} GB/s",
@@ -189,7 +187,7 @@ def _streams(result: ProbeResult, claimed: Claimed) -> list[Chart]:
         return []
     claimed.tables.add(table.title)
     chunks, streams = sorted({k[0] for k in cells}), sorted({k[1] for k in cells})
-    best_at = (_value(result.metrics.get("best.chunks")), _value(result.metrics.get("best.streams")))
+    best_at = (value(result.metrics.get("best.chunks")), value(result.metrics.get("best.streams")))
     z = [[cells[(n, s)][1] if (n, s) in cells else None for s in streams] for n in chunks]
     text = [[("★ best<br>" if (n, s) == best_at else "") + cells[(n, s)][0] if (n, s) in cells else ""
              for s in streams] for n in chunks]
@@ -219,9 +217,9 @@ def _sweep_cells(table: Table) -> dict[tuple[float, float], tuple[str, float | N
     chunks_i, streams_i, ms_i, eff_i = (i or 0 for i in index)
     cells = {}
     for row in table.rows:
-        key, ms = (_number(row[chunks_i]), _number(row[streams_i])), _median_range(row[ms_i])[0]
+        key, ms = (number(row[chunks_i]), number(row[streams_i])), median_range(row[ms_i])[0]
         if key[0] is not None and key[1] is not None and ms is not None:
-            cells[(key[0], key[1])] = (f"{ms:.3g} ms<br>{row[eff_i]}", _number(row[eff_i]))
+            cells[(key[0], key[1])] = (f"{ms:.3g} ms<br>{row[eff_i]}", number(row[eff_i]))
     return cells
 
 
@@ -236,8 +234,8 @@ def _uvm(result: ProbeResult, claimed: Claimed) -> list[Chart]:
             continue
         claimed.tables.add(table.title)
         paths = [str(row[path_i]) for row in table.rows]
-        gbs = [_number(row[gbs_i]) for row in table.rows]
-        labels = [f"{_number(row[x_i]):.2g}× copy" if x_i is not None and _number(row[x_i]) is not None else ""
+        gbs = [number(row[gbs_i]) for row in table.rows]
+        labels = [f"{number(row[x_i]):.2g}× copy" if x_i is not None and number(row[x_i]) is not None else ""
                   for row in table.rows]
         fig = go.Figure(go.Bar(x=gbs, y=paths, orientation="h", text=labels, textposition="auto",
                                marker={"color": "#4878a8"}, name="GB/s"))
@@ -268,7 +266,7 @@ def _layout(fig: go.Figure, x_title: str, y_title: str, *, log_x: bool = False, 
         ticks = _byte_ticks(min(xs), max(xs))
         fig.update_xaxes(tickvals=ticks, ticktext=[format_bytes(t) for t in ticks])
     for axis, log in (("x", log_x and not bytes_x), ("y", log_y)):
-        values = [v for trace in fig.data for v in (getattr(trace, axis) or ()) if _finite(v) and v > 0]
+        values = [v for trace in fig.data for v in (getattr(trace, axis) or ()) if finite(v) and v > 0]
         if log and values:
             ticks = _decade_ticks(min(values), max(values))
             (fig.update_xaxes if axis == "x" else fig.update_yaxes)(tickvals=ticks, ticktext=[f"{t:g}" for t in ticks])
@@ -324,46 +322,3 @@ def _row_ratios(row: Sequence[float | None], high: bool) -> list[float | None]:
 def _unit_of(title: str) -> str:
     found = re.search(r"\b(ns|GB/s|µs|ms)\b", title)
     return found.group(1) if found else "as in the table's title"
-
-
-def _finite(value: Any) -> bool:
-    return isinstance(value, (int, float)) and math.isfinite(value)
-
-
-def _value(metric: Metric | None) -> float | None:
-    value = metric.value if metric is not None else None
-    return float(value) if isinstance(value, (int, float)) and _finite(value) else None
-
-
-def _number(cell: Cell) -> float | None:
-    """A cell as a number: numbers as they are, '95%' as 95, '22.8 [..]' as its median."""
-    if isinstance(cell, bool):
-        return None
-    if isinstance(cell, (int, float)):
-        return float(cell) if math.isfinite(cell) else None
-    if isinstance(cell, str):
-        found = re.match(r"^\s*([-\d.]+)", cell)
-        if found:
-            try:
-                return float(found.group(1))
-            except ValueError:
-                return None
-    return None
-
-
-def _bytes(cell: Cell) -> float | None:
-    found = SIZE.match(str(cell)) if cell is not None else None
-    return float(found.group(1)) * UNITS[found.group(2)] if found else None
-
-
-def _range(cell: Cell) -> tuple[float, float] | None:
-    found = re.match(r"^\s*([-\d.]+)\s*[-–]\s*([-\d.]+)\s*$", str(cell)) if cell is not None else None
-    return (float(found.group(1)), float(found.group(2))) if found else None
-
-
-def _median_range(cell: Cell) -> tuple[float | None, float | None, float | None]:
-    found = MEDIAN_RANGE.match(str(cell)) if isinstance(cell, str) else None
-    if found:
-        return float(found.group(1)), float(found.group(2)), float(found.group(3))
-    value = _number(cell)
-    return value, None, None
