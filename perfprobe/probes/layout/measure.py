@@ -62,6 +62,19 @@ def _time(samples: int, run: Any) -> dict[str, float]:
     return summarize([run() for _ in range(samples)])
 
 
+def _throughput(kernels: Any, addr: int, stride: int, count: int, reps: int, width: int,
+                settings: Settings) -> dict[str, float]:
+    """ns per load of `count` loads at addr + j*stride, after one warm pass."""
+    kernels.throughput(addr, stride, count, 1, width)
+    return _time(settings.repeats, lambda: kernels.throughput(addr, stride, count, reps, width) / (count * reps))
+
+
+def _latency(kernels: Any, base: int, first: int, width: int, settings: Settings) -> dict[str, float]:
+    """ns per load of the dependent chain that starts at base + first."""
+    steps = settings.chain_steps
+    return _time(settings.repeats, lambda: kernels.latency(base, first, steps, width)[0] / steps)
+
+
 def _line_sweep(ctx: ProbeContext, kernels: Any, lines: int, settings: Settings) -> dict[str, Any]:
     buf = kernels.aligned_bytes((lines + 1) * LINE_BYTES)
     base = buf.ctypes.data
@@ -72,11 +85,8 @@ def _line_sweep(ctx: ProbeContext, kernels: Any, lines: int, settings: Settings)
         for offset in OFFSETS:
             first = _chain(buf, order + offset)
             for w in WIDTHS:
-                kernels.throughput(base + offset, LINE_BYTES, lines, 1, w)
-                tp = _time(settings.repeats, lambda: kernels.throughput(
-                    base + offset, LINE_BYTES, lines, reps, w) / (lines * reps))
-                lat = _time(settings.repeats, lambda: kernels.latency(
-                    base, first, settings.chain_steps, w)[0] / settings.chain_steps)
+                tp = _throughput(kernels, base + offset, LINE_BYTES, lines, reps, w, settings)
+                lat = _latency(kernels, base, first, w, settings)
                 out[str(w)].append({"offset": offset, "throughput_ns": tp, "latency_ns": lat})
             task.advance()
     return {"loads_per_run": lines * reps, "chain_steps": settings.chain_steps, "by_width": out}
@@ -93,11 +103,8 @@ def _page_splits(kernels: Any, settings: Settings) -> dict[str, Any]:
         for name, at in (("aligned", PAGE_BYTES), ("split", 2 * PAGE_BYTES - w // 2)):
             positions = at + PAGE_BYTES * np.arange(PAGE_SPLITS)
             first = _chain(buf, positions)
-            kernels.throughput(base + at, PAGE_BYTES, PAGE_SPLITS, 1, w)
-            tp = _time(settings.repeats, lambda: kernels.throughput(
-                base + at, PAGE_BYTES, PAGE_SPLITS, reps, w) / (PAGE_SPLITS * reps))
-            lat = _time(settings.repeats, lambda: kernels.latency(
-                base, first, settings.chain_steps, w)[0] / settings.chain_steps)
+            tp = _throughput(kernels, base + at, PAGE_BYTES, PAGE_SPLITS, reps, w, settings)
+            lat = _latency(kernels, base, first, w, settings)
             out[str(w)][name] = {"offset_in_page": at % PAGE_BYTES, "throughput_ns": tp, "latency_ns": lat}
     return out
 
