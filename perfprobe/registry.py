@@ -11,6 +11,8 @@ PROBE_MODULES: dict[str, str] = {
     "cache": "perfprobe.probes.cache",
     "falseshare": "perfprobe.probes.falseshare",
     "numa": "perfprobe.probes.numa",
+    "layout": "perfprobe.probes.layout",
+    "branch": "perfprobe.probes.branch",
     "pinned": "perfprobe.probes.pinned",
     "streams": "perfprobe.probes.streams",
     "uvm": "perfprobe.probes.uvm",
