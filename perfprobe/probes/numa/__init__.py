@@ -16,6 +16,7 @@ from perfprobe.model import Assessment
 from perfprobe.probe import Probe, ProbeContext, ProbeSkipped
 from perfprobe.probes.numa import rules, tables
 from perfprobe.probes.numa.figures import pair_figures, typed
+from perfprobe.probes.numa.plan import cpu_and_memory_nodes
 
 
 def judge(raw: Mapping[str, Any], host: Facts) -> Assessment:
@@ -49,9 +50,10 @@ class PlaceableNodes:
     """At least one node this process may run on and one it may allocate on (cpuset, --bind)."""
 
     def unmet(self, ctx: ProbeContext) -> ProbeSkipped | None:
-        from perfprobe.probes.numa.measure import cpu_and_memory_nodes
+        from perfprobe import bind, numa_sys
 
-        cpu_nodes, mem_nodes = cpu_and_memory_nodes(ctx)
+        cpu_nodes, mem_nodes = cpu_and_memory_nodes(ctx.host, ctx.config.bind, bind.valid_bind_nodes(ctx.host),
+                                                    numa_sys.mems_allowed())
         if cpu_nodes and mem_nodes:
             return None
         return ProbeSkipped("no NUMA node with usable CPUs and memory", "check the cpuset of this process")

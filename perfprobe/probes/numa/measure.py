@@ -25,20 +25,13 @@ from perfprobe.probes.numa.plan import (
     Plan,
     buffer_size,
     choose_pairs,
+    cpu_and_memory_nodes,
     largest_cache_bytes,
     make_plan,
-    memory_nodes,
 )
 from perfprobe.stats import summarize
 
 PAGE_CHECKS = 16384  # pages checked per buffer at most (evenly spread)
-
-
-def cpu_and_memory_nodes(ctx: ProbeContext) -> tuple[list[int], list[int]]:
-    """CPU nodes to run on (the --bind node, else every node with usable CPUs) and memory nodes
-    this process may allocate on."""
-    cpu_nodes = [ctx.config.bind] if ctx.config.bind is not None else bind.valid_bind_nodes(ctx.host)
-    return cpu_nodes, memory_nodes(ctx.host, numa_sys.mems_allowed())
 
 
 def measure(ctx: ProbeContext) -> dict[str, Any]:
@@ -46,7 +39,8 @@ def measure(ctx: ProbeContext) -> dict[str, Any]:
     from perfprobe.kernels import numa_kernels
 
     host = ctx.host
-    cpu_nodes, mem_nodes = cpu_and_memory_nodes(ctx)
+    cpu_nodes, mem_nodes = cpu_and_memory_nodes(host, ctx.config.bind, bind.valid_bind_nodes(host),
+                                                numa_sys.mems_allowed())
     cache = largest_cache_bytes(host)
     plan = make_plan(ctx.config.preset(PRESETS), cache, ctx.config.options)
     pairs, rule = choose_pairs(cpu_nodes, mem_nodes, host, plan.max_pairs)

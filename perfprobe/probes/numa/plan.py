@@ -63,6 +63,13 @@ def memory_nodes(host: Facts, allowed: Sequence[int]) -> list[int]:
             if n["id"] in allowed and ((total := n.get("memory_total_bytes")) is None or total > 0)]
 
 
+def cpu_and_memory_nodes(host: Facts, bind_node: int | None, cpu_nodes: Sequence[int],
+                         allowed_mems: Sequence[int]) -> tuple[list[int], list[int]]:
+    """CPU nodes to run on (the --bind node, else every node with usable CPUs: `cpu_nodes`) and the
+    memory nodes this process may allocate on (`allowed_mems`: the cpuset's mems)."""
+    return ([bind_node] if bind_node is not None else list(cpu_nodes)), memory_nodes(host, allowed_mems)
+
+
 def choose_pairs(cpu_nodes: list[int], mem_nodes: list[int], host: Facts,
                  max_pairs: int) -> tuple[list[tuple[int, int]], str | None]:
     """All (cpu, memory) node pairs, or, above `max_pairs`, a sample that keeps every local pair and
