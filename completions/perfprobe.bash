@@ -5,17 +5,21 @@ _perfprobe() {
         case "$word" in -*) ;; *) sub="$word"; break ;; esac
     done
     if [ -z "$sub" ]; then
-        COMPREPLY=($(compgen -W "host all cache falseshare numa pinned streams uvm --version --help" -- "$cur")); return
+        COMPREPLY=($(compgen -W "host all cache falseshare numa pinned streams uvm compare healthcheck report fleet --version --help" -- "$cur")); return
     fi
     case "$sub" in
-        host) opts="--json --output --fsroot --help" ;;
-        all) opts="--json --output --quick --bind --device --require-gpu --help" ;;
-        cache) opts="--json --output --quick --bind --max-size --repeats --help" ;;
-        falseshare) opts="--json --output --quick --bind --max-spacing --threads --help" ;;
-        numa) opts="--json --output --quick --bind --size --help" ;;
-        pinned) opts="--json --output --quick --bind --device --require-gpu --size --help" ;;
-        streams) opts="--json --output --quick --bind --device --require-gpu --size --help" ;;
-        uvm) opts="--json --output --quick --bind --device --require-gpu --size --help" ;;
+        host) opts="--json --output --fsroot --prom --junit --html --help" ;;
+        all) opts="--json --output --quick --bind --device --require-gpu --prom --junit --html --help" ;;
+        cache) opts="--json --output --quick --bind --prom --junit --html --max-size --repeats --help" ;;
+        falseshare) opts="--json --output --quick --bind --prom --junit --html --max-spacing --threads --help" ;;
+        numa) opts="--json --output --quick --bind --prom --junit --html --size --help" ;;
+        pinned) opts="--json --output --quick --bind --device --require-gpu --size --prom --junit --html --help" ;;
+        streams) opts="--json --output --quick --bind --device --require-gpu --size --prom --junit --html --help" ;;
+        uvm) opts="--json --output --quick --bind --device --require-gpu --size --prom --junit --html --help" ;;
+        compare) opts="--json --threshold --mixed --all --help" ;;
+        healthcheck) opts="--baseline --mode --node --probes --policy --detached --state --dry-run --json --prom --junit --output --help" ;;
+        report) opts="--html --help" ;;
+        fleet) opts="--help" ;;
     esac
     COMPREPLY=($(compgen -W "$opts" -- "$cur"))
 }
