@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from perfprobe.model import Assessment, Curve, Finding, Metric, Table, Verdict
 from perfprobe.probe import GpuUnavailable, Probe, ProbeSkipped
 
-HOST = {
+HOST: dict[str, Any] = {
     "source": "live", "root": None, "kernel": "6.1.0",
     "cpu": {"model": "Test CPU", "vendor": "x", "sockets": 1, "cores_per_socket": 2, "threads_per_core": 1},
     "cpus": {"online": [0, 1], "offline": [], "usable": [0, 1], "usable_source": "affinity",

@@ -95,6 +95,7 @@ def test_node_memory_matches_the_files(tree: tuple[Path, dict[str, Any]]) -> Non
         meminfo = _raw_nodes(root).get(node["id"], root / "none") / "meminfo"
         if meminfo.exists():
             kib = re.search(r"MemTotal:\s+(\d+) kB", meminfo.read_text())
+            assert kib is not None, meminfo
             assert node["memory_total_bytes"] == int(kib.group(1)) * 1024
 
 
@@ -104,7 +105,9 @@ def test_cache_sizes_match_the_files(tree: tuple[Path, dict[str, Any]]) -> None:
     raw = set()
     for index in (root / f"sys/devices/system/cpu/cpu{first}/cache").glob("index*"):
         size = (index / "size").read_text().strip()
-        number, unit = re.fullmatch(r"(\d+)([KM]?)", size).groups()
+        parsed = re.fullmatch(r"(\d+)([KM]?)", size)
+        assert parsed is not None, f"{index}/size: {size!r}"
+        number, unit = parsed.groups()
         raw.add((int((index / "level").read_text()), (index / "type").read_text().strip(),
                  int(number) * {"": 1, "K": 1024, "M": 1 << 20}[unit]))
     assert {(c["level"], c["type"], c["size_bytes"]) for c in facts["caches"]} == raw

@@ -33,6 +33,7 @@ def test_readme_rules_are_gathered_from_the_probe_pages():
 
     path = Path(__file__).resolve().parents[1] / "tools" / "readme_rules.py"
     spec = importlib.util.spec_from_file_location("readme_rules", path)
+    assert spec is not None and spec.loader is not None, path
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     assert module.updated_readme(README) == README, "README's verdict rules are stale: run `make readme`"
