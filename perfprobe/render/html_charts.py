@@ -192,7 +192,7 @@ def _streams(result: ProbeResult, claimed: Claimed) -> list[Chart]:
     text = [[("★ best<br>" if (n, s) == best_at else "") + cells[(n, s)][0] if (n, s) in cells else ""
              for s in streams] for n in chunks]
     scale = [(1.0 - p, colour) for p, colour in reversed(HEAT_SCALE)]
-    fig = go.Figure(go.Heatmap(z=z, x=[str(s) for s in streams], y=[str(n) for n in chunks], text=text,
+    fig = go.Figure(go.Heatmap(z=z, x=[f"{s:g}" for s in streams], y=[f"{n:g}" for n in chunks], text=text,
                                texttemplate="%{text}", colorscale=scale, zmin=0, zmax=100,
                                xgap=2, ygap=2, colorbar={"title": {"text": "% of ideal"}},
                                hovertemplate="%{y} chunks, %{x} streams: %{text}<extra></extra>"))
