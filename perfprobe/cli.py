@@ -122,6 +122,23 @@ def numa(json_out: JsonOpt = False, output: OutputOpt = None, quick: QuickOpt = 
                              record=record, prom=prom, junit=junit, html=html, replay=replay))
 
 
+def _cpu_command(name: str, doc: str) -> None:
+    """Register one CPU probe command with only the common options."""
+
+    def command(json_out: JsonOpt = False, output: OutputOpt = None, quick: QuickOpt = False,
+                bind: BindOpt = None, record: RecordOpt = None, prom: PromOpt = None, junit: JunitOpt = None,
+                html: HtmlOpt = None, replay: ReplayOpt = None) -> None:
+        _run([name], RunConfig(json=json_out, output=output, quick=quick, bind=bind, record=record,
+                               prom=prom, junit=junit, html=html, replay=replay))
+
+    command.__doc__ = doc
+    app.command(name)(command)
+
+
+_cpu_command("layout", "Data layout: split loads (line, page) against aligned, AoS against SoA per cache level.")
+_cpu_command("branch", "Branches: mispredict cost in cycles, predictor reach, what branch-free code saves.")
+
+
 def _gpu_command(name: str, doc: str, min_size: int) -> None:
     """Register one GPU probe command; `min_size` is the smallest --size its measurement can use."""
 
