@@ -5,7 +5,7 @@ BIN    := $(VENV)/bin
 # On a host with an NVIDIA driver, `make run` also installs cupy for the driver's CUDA major version.
 GPU_EXTRA := $(shell $(PYTHON) tools/gpu_extra.py 2>/dev/null)
 
-.PHONY: run test lint bench bench-verdicts completions test-numa-vm test-html readme clean
+.PHONY: run test lint bench bench-verdicts completions test-numa-vm test-html test-slurm readme clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -49,6 +49,11 @@ completions: $(VENV)/.installed
 ## test-numa-vm: boot emulated multi-node NUMA guests (QEMU, TCG) and run the NUMA checks inside
 test-numa-vm: $(VENV)/.installed-test
 	bash tools/numa-vm/run.sh
+
+## test-slurm: a real Slurm (slurmctld + 3 slurmd on 127.0.0.1) and node_exporter: fan-out, fleet, drain, resume
+test-slurm: $(VENV)/.installed-test
+	bash tools/slurm/install.sh
+	PERFPROBE_SLURM=1 $(BIN)/python -m pytest -v -s -p no:cacheprovider tests/test_slurm.py
 
 ## test-html: the HTML report in headless Chromium (installs Debian's chromium + chromium-driver when missing)
 test-html: $(VENV)/.installed-test

@@ -176,8 +176,8 @@ def test_scontrol_node_lines_parse():
 def test_srun_command_names_files_by_node(tmp_path):
     command = slurm.srun_command(3, tmp_path, ["all", "--quick"], partition="gpu", python="py")
     assert command[:3] == ["srun", "--nodes=3", "--ntasks-per-node=1"]
-    assert f"--output={tmp_path}/%N.json" in command and "--partition=gpu" in command
-    assert command[-5:] == ["-m", "perfprobe", "all", "--quick", "--json"]
+    assert "--partition=gpu" in command
+    assert command[-6:] == ["-m", "perfprobe.fleet.node_task", str(tmp_path), "all", "--quick", "--json"]
 
 
 @pytest.mark.parametrize("text, hosts", [("n[1-3]", ["n1", "n2", "n3"]), ("a,b", ["a", "b"]),

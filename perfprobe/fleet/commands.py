@@ -128,12 +128,14 @@ def fleet_run(ctx: typer.Context,
     command = slurm.srun_command(nodes, folder.resolve(), args, partition)
     sys.stderr.write(f"perfprobe: {' '.join(command)}\n")
     code = slurm.run_srun(command)
-    nodes_seen = sorted({p.stem for p in folder.iterdir() if p.suffix in (".json", ".err")})
+    nodes_seen = sorted({p.name.split(".")[0] for p in folder.iterdir() if p.suffix in (".json", ".err", ".part")})
     if not nodes_seen:
         raise UsageError(f"srun exited {code} and no node wrote a report into {folder}")
     sys.stderr.write(f"perfprobe: srun exited {code}; reports in {folder}/\n")
+    allocated = os.environ.get("SLURM_JOB_NODELIST")  # inside an allocation: every node should answer
+    expected = sorted(set(nodes_seen) | set(_hostlist(allocated) if allocated and nodes >= len(_hostlist(allocated)) else []))
     inputs = reports.load_many([folder])
-    _judge_and_print(inputs, nodes_seen, baseline_out, json_out, None, 0.10)
+    _judge_and_print(inputs, expected, baseline_out, json_out, None, 0.10)
 
 
 def _judge_and_print(inputs: Any, expected: list[str], baseline_out: Path | None, json_out: bool,

@@ -29,16 +29,15 @@ class NodeState:
 
 def srun_command(nodes: int, out_dir: Path, perfprobe_args: Sequence[str], partition: str | None = None,
                  python: str = sys.executable, extra: Sequence[str] = ()) -> list[str]:
-    """One task per node, each node's JSON report into OUT/<node>.json and its stderr into
-    OUT/<node>.err (srun's own %N pattern: files are named by node and never interleave)."""
+    """One task per node; each writes its JSON report into OUT/<node>.json and its stderr into
+    OUT/<node>.err (node_task.py), so reports are named by node and never interleave."""
     args = list(perfprobe_args)
     if "--json" not in args:
         args.append("--json")
-    command = ["srun", f"--nodes={nodes}", "--ntasks-per-node=1", "--kill-on-bad-exit=0",
-               f"--output={out_dir}/%N.json", f"--error={out_dir}/%N.err"]
+    command = ["srun", f"--nodes={nodes}", "--ntasks-per-node=1", "--kill-on-bad-exit=0"]
     if partition:
         command.append(f"--partition={partition}")
-    return command + list(extra) + [python, "-m", "perfprobe", *args]
+    return command + list(extra) + [python, "-m", "perfprobe.fleet.node_task", str(out_dir), *args]
 
 
 def drain_command(node: str, reason: str) -> list[str]:
