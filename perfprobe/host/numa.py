@@ -9,7 +9,14 @@ from __future__ import annotations
 
 from typing import Any
 
-from perfprobe.host.parse import format_cpulist, parse_cpulist, parse_cpumask, parse_meminfo
+from perfprobe.host.parse import (
+    CPU_ID_LIMIT,
+    cpulist_damaged,
+    format_cpulist,
+    parse_cpulist,
+    parse_cpumask,
+    parse_meminfo,
+)
 from perfprobe.host.sysroot import SysRoot
 
 NODE_DIR = "sys/devices/system/node"
@@ -23,6 +30,7 @@ def read_numa(sr: SysRoot, online: list[int], meminfo: dict[str, int]) -> dict[s
     if ids:
         nodes = [_read_node(sr, node) for node in ids]
         distances = _distances(sr, ids)
+        notes += _damaged_cpulists(sr, ids)
     else:
         notes.append(f"no NUMA nodes in sysfs ({NODE_DIR}): one node 0 with every online CPU assumed")
         nodes = [{"id": 0, "cpus": list(online), "memory_total_bytes": meminfo.get("MemTotal"),
@@ -52,6 +60,18 @@ def _read_node(sr: SysRoot, node: int) -> dict[str, Any]:
     mem = parse_meminfo(sr.read_text(f"{rel}/meminfo"))
     return {"id": node, "cpus": cpus, "memory_total_bytes": mem.get("MemTotal"),
             "memory_free_bytes": mem.get("MemFree")}
+
+
+def _damaged_cpulists(sr: SysRoot, ids: list[int]) -> list[str]:
+    """A node cpulist naming CPUs no kernel numbers (a damaged capture) is read as unknown: say so."""
+    notes = []
+    for node in ids:
+        text = sr.read_text(f"{NODE_DIR}/node{node}/cpulist")
+        if cpulist_damaged(text):
+            shown = " ".join((text or "").split())[:40]
+            notes.append(f"node{node}/cpulist reads {shown!r}: damaged (no kernel has CPUs past "
+                         f"{CPU_ID_LIMIT - 1}, or the list is garbled); its CPUs are taken from cpumap, else none")
+    return notes
 
 
 def _column_ids(sr: SysRoot, ids: list[int], width: int) -> list[int]:

@@ -12,11 +12,16 @@ from typing import Iterable
 _SIZE_UNITS = {"": 1, "B": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}
 _SIZE_RE = re.compile(r"^\s*(\d+)\s*([KMGT]?)(?:I?B)?\s*$", re.IGNORECASE)
 
+# No kernel numbers CPUs past this (NR_CPUS tops out at 8192 today; this leaves room): a CPU list or
+# mask that names a higher CPU is a damaged file, read as unreadable instead of built in memory.
+CPU_ID_LIMIT = 1 << 15
 
-def parse_cpulist(text: str | None) -> list[int] | None:
+
+def parse_cpulist(text: str | None, limit: int = CPU_ID_LIMIT) -> list[int] | None:
     """"0-3,8,10-11" -> [0, 1, 2, 3, 8, 10, 11] (sorted, unique); "" -> []; garbage -> None.
 
-    Also reads the stride form "0-15:2" (or "0-15:2/4") that the kernel accepts.
+    Also reads the stride form "0-15:2" (or "0-15:2/4") that the kernel accepts. A CPU id at or
+    past `limit` is garbage too (a damaged "0-99999999" would otherwise take minutes and gigabytes).
     """
     if text is None:
         return None
@@ -26,7 +31,7 @@ def parse_cpulist(text: str | None) -> list[int] | None:
         if not part:
             continue
         found = _parse_range(part)
-        if found is None:
+        if found is None or (found and found[-1] >= limit):
             return None
         cpus.update(found)
     return sorted(cpus)
@@ -75,16 +80,27 @@ def _span(start: int, end: int | None) -> str:
     return str(start) if end == start else f"{start}-{end}"
 
 
-def parse_cpumask(text: str | None) -> list[int] | None:
-    """"00000000,0000ffff" (32-bit hex words, most significant first) -> [0..15]; garbage -> None."""
+def cpulist_damaged(text: str | None, limit: int = CPU_ID_LIMIT) -> bool:
+    """True when a CPU list file is there and not blank but cannot be read (say so in a note)."""
+    return bool(text and text.strip()) and parse_cpulist(text, limit) is None
+
+
+def parse_cpumask(text: str | None, limit: int = CPU_ID_LIMIT) -> list[int] | None:
+    """"00000000,0000ffff" (32-bit hex words, most significant first) -> [0..15]; garbage -> None.
+
+    A mask with a bit at or past `limit` is garbage too (see CPU_ID_LIMIT)."""
     if text is None:
         return None
-    digits = text.strip().replace(",", "")
+    digits = text.strip().replace(",", "").lstrip("0")
     if not digits:
         return []
+    if len(digits) > limit // 4 + 1:  # too long to hold only CPUs below `limit`
+        return None
     try:
         value = int(digits, 16)
     except ValueError:
+        return None
+    if value.bit_length() > limit:
         return None
     return [bit for bit in range(value.bit_length()) if value >> bit & 1]
 
