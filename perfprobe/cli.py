@@ -16,9 +16,24 @@ import typer
 from perfprobe import __version__
 from perfprobe.config import Knobs, RunConfig, UsageError
 from perfprobe.report_command import report as report_command
-from perfprobe.units import parse_device, parse_size
+from perfprobe.units import parse_count, parse_device, parse_size, size_word
+
+
+class _Group(typer.core.TyperGroup):
+    """Plain help (no panels, no `<bool>` type column), and each command's first sentence in full."""
+
+    def format_commands(self, ctx: Any, formatter: Any) -> None:
+        rows = [(name, " ".join((command.help or "").split("\n\n")[0].split()))
+                for name in self.list_commands(ctx)
+                if (command := self.get_command(ctx, name)) is not None and not command.hidden]
+        if rows:
+            with formatter.section("Commands"):
+                formatter.write_dl(rows)
+
 
 app = typer.Typer(
+    cls=_Group,
+    rich_markup_mode=None,  # click's plain layout reads like a hand-written --help, with no escapes
     name="perfprobe",
     help="Measure what makes programs fast on this host — caches, false sharing, NUMA locality, "
     "host-GPU transfers — judge it against the host's own facts, and say what to do.",
@@ -32,7 +47,13 @@ JsonOpt = Annotated[bool, typer.Option("--json", help="Print the JSON report on 
 OutputOpt = Annotated[Optional[Path], typer.Option("--output", "-o", metavar="FILE",
                                                    help="Also write the JSON report to FILE.")]
 QuickOpt = Annotated[bool, typer.Option("--quick", help="Smaller sizes, fewer repeats (CI smoke runs).")]
-BindOpt = Annotated[Optional[int], typer.Option("--bind", metavar="NODE", min=0,
+
+
+def _node_number(value: Optional[int]) -> Optional[int]:
+    return parse_count(value, "--bind", 0, 1 << 20)  # a node number; which exist is checked later
+
+
+BindOpt = Annotated[Optional[int], typer.Option("--bind", metavar="NODE", callback=_node_number,
                                                 help="Bind CPUs and memory to NUMA node NODE first.")]
 DeviceOpt = Annotated[Optional[str], typer.Option("--device", metavar="N|all",
                                                   help="GPU index, or 'all' for each GPU in turn.")]
@@ -47,8 +68,6 @@ PromOpt = Annotated[Optional[Path], typer.Option("--prom", metavar="FILE",
 JunitOpt = Annotated[Optional[Path], typer.Option("--junit", metavar="FILE",
                                                   help="Also write JUnit XML to FILE (one test case per probe).")]
 HtmlOpt = Annotated[Optional[Path], typer.Option("--html", metavar="FILE", help="Also write an HTML report to FILE.")]
-SizeOpt = Annotated[Optional[str], typer.Option("--size", metavar="BYTES",
-                                                help="Buffer size, e.g. 256M or 1G.")]
 
 
 def _version(value: bool) -> None:
@@ -87,12 +106,14 @@ def all_(json_out: JsonOpt = False, output: OutputOpt = None, quick: QuickOpt = 
 @app.command()
 def cache(json_out: JsonOpt = False, output: OutputOpt = None, quick: QuickOpt = False,
           bind: BindOpt = None, record: RecordOpt = None, prom: PromOpt = None, junit: JunitOpt = None, html: HtmlOpt = None, replay: ReplayOpt = None,
-          max_size: Annotated[Optional[str], typer.Option("--max-size", metavar="BYTES",
-                              help="Largest working set, e.g. 1G (default: 4x the last-level cache).")] = None,
-          repeats: Annotated[Optional[int], typer.Option("--repeats", min=1, max=1000,
-                             help="Timed repeats per point (median is reported).")] = None) -> None:
+          max_size: Annotated[Optional[str], typer.Option("--max-size", metavar="BYTES", help=(
+              "Largest working set, 64K to 1P, e.g. 1G (default: 4x the last-level cache; never more "
+              "than a quarter of the memory available, or of the bound node's free memory)."))] = None,
+          repeats: Annotated[Optional[int], typer.Option("--repeats", metavar="N",
+                             help="Timed repeats per point, 1 to 1000 (the median is reported).")] = None) -> None:
     """Cache hierarchy: latency curve, level sizes, bandwidth, line size, prefetch, huge pages."""
-    options = Knobs(max_size=parse_size(max_size, "--max-size", minimum=64 << 10), repeats=repeats)
+    options = Knobs(max_size=parse_size(max_size, "--max-size", minimum=64 << 10),
+                    repeats=parse_count(repeats, "--repeats", 1, 1000))
     _run(["cache"], RunConfig(json=json_out, output=output, quick=quick, bind=bind, options=options,
                               record=record, prom=prom, junit=junit, html=html, replay=replay))
 
@@ -100,14 +121,16 @@ def cache(json_out: JsonOpt = False, output: OutputOpt = None, quick: QuickOpt =
 @app.command()
 def falseshare(json_out: JsonOpt = False, output: OutputOpt = None, quick: QuickOpt = False,
                bind: BindOpt = None, record: RecordOpt = None, prom: PromOpt = None, junit: JunitOpt = None, html: HtmlOpt = None, replay: ReplayOpt = None,
-               max_spacing: Annotated[Optional[str], typer.Option("--max-spacing", metavar="BYTES",
-                                      help="Widest counter spacing (default 256; a power of two).")] = None,
-               threads: Annotated[Optional[int], typer.Option("--threads", min=2, max=4096,
-                                  help="Threads for the many-thread runs (default: all usable CPUs).")] = None) -> None:
+               max_spacing: Annotated[Optional[str], typer.Option("--max-spacing", metavar="BYTES", help=(
+                   "Widest counter spacing: a power of two from 256 to 1M (default 256)."))] = None,
+               threads: Annotated[Optional[int], typer.Option("--threads", metavar="N", help=(
+                   "Threads for the many-thread runs: 2 to the usable CPUs (under --bind, the node's; "
+                   "default: all of them)."))] = None) -> None:
     """False sharing: cost per counter spacing, padding to use, core-to-core latency."""
     spacing = parse_size(max_spacing, "--max-spacing", minimum=256, maximum=1 << 20, power_of_two=True)
     _run(["falseshare"], RunConfig(json=json_out, output=output, quick=quick, bind=bind,
-                                   options=Knobs(max_spacing=spacing, threads=threads),
+                                   options=Knobs(max_spacing=spacing,
+                                                 threads=parse_count(threads, "--threads", 2, 4096)),
                                    record=record, prom=prom, junit=junit, html=html, replay=replay))
 
 
@@ -115,7 +138,8 @@ def falseshare(json_out: JsonOpt = False, output: OutputOpt = None, quick: Quick
 def numa(json_out: JsonOpt = False, output: OutputOpt = None, quick: QuickOpt = False,
          bind: BindOpt = None, record: RecordOpt = None, prom: PromOpt = None, junit: JunitOpt = None, html: HtmlOpt = None, replay: ReplayOpt = None,
          size: Annotated[Optional[str], typer.Option("--size", metavar="BYTES", help=(
-             "Working set per memory node, e.g. 256M (default: several times the largest cache)."))] = None) -> None:
+             "Working set per memory node, at least 16M, e.g. 256M (default: several times the "
+             "largest cache)."))] = None) -> None:
     """NUMA: topology, latency and bandwidth matrices, remote penalties, placement."""
     _run(["numa"], RunConfig(json=json_out, output=output, quick=quick, bind=bind,
                              options=Knobs(size=parse_size(size, "--size", minimum=16 << 20)),
@@ -144,7 +168,9 @@ def _gpu_command(name: str, doc: str, min_size: int) -> None:
 
     def command(json_out: JsonOpt = False, output: OutputOpt = None, quick: QuickOpt = False,
                 bind: BindOpt = None, device: DeviceOpt = None, require_gpu: RequireGpuOpt = False,
-                size: SizeOpt = None, record: RecordOpt = None, prom: PromOpt = None, junit: JunitOpt = None, html: HtmlOpt = None, replay: ReplayOpt = None) -> None:
+                size: Optional[str] = typer.Option(None, "--size", metavar="BYTES", help=(
+                    f"Buffer size, at least {size_word(min_size)}, e.g. 256M or 1G.")),
+                record: RecordOpt = None, prom: PromOpt = None, junit: JunitOpt = None, html: HtmlOpt = None, replay: ReplayOpt = None) -> None:
         options = Knobs(size=parse_size(size, "--size", minimum=min_size))
         _run([name], RunConfig(json=json_out, output=output, quick=quick, bind=bind,
                                device=parse_device(device), require_gpu=require_gpu,
@@ -189,7 +215,9 @@ def _stdout_console() -> Any:
     from rich.console import Console
 
     interactive = sys.stdout.isatty()
-    return Console(no_color=_no_color(), width=None if interactive else 120, highlight=False)
+    # NO_COLOR: no escape at all (rich's no_color keeps bold and italic); color_system=None emits none
+    return Console(color_system=None if _no_color() else "auto", width=None if interactive else 120,
+                   highlight=False)
 
 
 def _progress_factory(config: RunConfig) -> Any:
@@ -222,8 +250,9 @@ def main(argv: list[str] | None = None) -> None:
     except UsageError as exc:
         code = _usage_line(str(exc))
     except (KeyboardInterrupt, click_abort):
-        sys.stderr.write("perfprobe: interrupted\n")
         code = 130
+    if code == 130:  # typer turns Ctrl-C into Exit(130) itself, silently: nothing else exits 130
+        sys.stderr.write("perfprobe: interrupted\n")
     sys.exit(code if isinstance(code, int) else 0)
 
 

@@ -6,13 +6,16 @@ import re
 
 from perfprobe.config import UsageError
 
-_SIZE = re.compile(r"^\s*(\d+)\s*([kmgt]?)(i?b)?\s*$", re.IGNORECASE)
-_FACTORS = {"": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30, "t": 1 << 40}
+_SIZE = re.compile(r"^\s*(\d+)\s*([kmgtp]?)(i?b)?\s*$", re.IGNORECASE)
+_FACTORS = {"": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30, "t": 1 << 40, "p": 1 << 50}
+# The NVIDIA driver numbers its devices /dev/nvidia0 to /dev/nvidia253 (minors 254 and 255 are its
+# control nodes): a GPU index past that cannot exist on any host.
+MAX_GPU_INDEX = 253
 
 
 def parse_size(text: str | None, option: str, minimum: int = 1, maximum: int = 1 << 50,
                power_of_two: bool = False) -> int | None:
-    """Bytes from '4096', '64K', '256M', '1G', '1GiB' (binary units); None stays None.
+    """Bytes from '4096', '64K', '256M', '1G', '1GiB', '1P' (binary units); None stays None.
 
     Anything else — negative, fractional, unknown suffix, out of range — is a UsageError naming the
     option and what is valid.
@@ -21,7 +24,7 @@ def parse_size(text: str | None, option: str, minimum: int = 1, maximum: int = 1
         return None
     match = _SIZE.match(text)
     if not match:
-        raise UsageError(f"{option} {text!r}: not a size; use bytes or K/M/G/T (binary), e.g. 64K, 1G")
+        raise UsageError(f"{option} {text!r}: not a size; use bytes or K/M/G/T/P (binary), e.g. 64K, 1G")
     value = int(match.group(1)) * _FACTORS[match.group(2).lower()]
     if not minimum <= value <= maximum:
         raise UsageError(f"{option} {text}: must be between {format_bytes(minimum)} and "
@@ -39,8 +42,27 @@ def parse_device(text: str | None) -> int | str | None:
     if cleaned == "all":
         return "all"
     if cleaned.isascii() and cleaned.isdigit():
+        if len(cleaned) > 6 or int(cleaned) > MAX_GPU_INDEX:
+            raise UsageError(f"--device {text.strip()}: no host has that GPU (indices run 0 to "
+                             f"{MAX_GPU_INDEX}); give a GPU index or 'all'")
         return int(cleaned)
     raise UsageError(f"--device {text!r}: expected a GPU index (0, 1, …) or 'all'")
+
+
+def parse_count(value: int | None, option: str, low: int, high: int) -> int | None:
+    """An integer option within [low, high]; None stays None. Out of range: UsageError naming both."""
+    if value is not None and not low <= value <= high:
+        raise UsageError(f"{option} {value}: must be from {low} to {high}")
+    return value
+
+
+def size_word(value: int) -> str:
+    """65536 -> '64K', 4194304 -> '4M': a size as the user would type it (for help texts)."""
+    for suffix in "PTGMK":
+        factor = _FACTORS[suffix.lower()]
+        if value >= factor and value % factor == 0:
+            return f"{value // factor}{suffix}"
+    return str(value)
 
 
 def format_bytes(value: float) -> str:
