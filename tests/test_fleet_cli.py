@@ -184,3 +184,10 @@ def test_srun_command_names_files_by_node(tmp_path):
                                          ("gpu[01-02,7]x", ["gpu01x", "gpu02x", "gpu7x"])])
 def test_hostlists(text, hosts):
     assert hostlist.expand(text) == hosts
+
+
+def test_a_timing_regression_drains_only_when_the_re_measurement_confirms_it():
+    first = ["cache:latency_ns.DRAM 180 ns vs baseline 120 ns (+50%)", "usable CPUs 1 vs baseline 2",
+             "cache:read_gbs.L1.1t 50 GB/s vs baseline 100 GB/s (-50%)", "falseshare error: measuring failed"]
+    second = ["cache:latency_ns.DRAM 175 ns vs baseline 120 ns (+46%)"]
+    assert hc.confirmed(first, second) == first[:2] + first[3:]

@@ -7,7 +7,8 @@ of the `Policy` fields):
 - a host fact that differs from the baseline drains for the facts in `facts` (usable and online
   CPUs, GPU count and links, NUMA nodes, the locked-memory limit, huge pages);
 - a key metric worse than the baseline's median by more than max(`regression`, its noise, 3 MADs)
-  drains;
+  drains, if a re-measurement of that probe shows it again (a timing is confirmed before it drains;
+  this costs time only when something looks wrong);
 - a `warn` does not drain (`drain_on_warn: false`): warnings are what perfprobe says of a host's
   set-up, and many of them are true of every healthy host of a kind.
 Only nodes whose drain reason starts with REASON_PREFIX are ever resumed.
@@ -89,6 +90,18 @@ def reason(found: list[str]) -> str:
         text += f"; {item}"
         shown += 1
     return text + (f" (+{len(found) - shown} more)" if shown < len(found) else "")
+
+
+def regressed_metrics(found: list[str]) -> dict[str, str]:
+    """{metric key: problem} of the metric regressions among `found` (their first word is probe:metric)."""
+    return {item.split()[0]: item for item in found if ":" in item.split()[0]}
+
+
+def confirmed(first: list[str], second: list[str]) -> list[str]:
+    """`first` with each metric regression kept only if the re-measurement (`second`) shows it too;
+    facts and verdicts are not timings and stand as they are."""
+    again = regressed_metrics(second)
+    return [item for item in first if ":" not in item.split()[0] or item.split()[0] in again]
 
 
 def ours(drain_reason: str | None) -> bool:
