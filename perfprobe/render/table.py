@@ -1,16 +1,24 @@
-"""The report for people: a rich table per result, the verdict coloured, the advice under it."""
+"""The report for people: a rich table per result, the verdict coloured, the advice under it.
+
+Numbers are never cut: a table wider than the terminal even with every column at its narrowest
+(each number on one line) is stacked instead, one block per row: the row's first cell, then one
+"column: value" line per other cell. Unknown values (None) read as one word, UNKNOWN.
+"""
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
-from rich.console import Console, Group
+from rich.console import Console, Group, RenderableType
+from rich.measure import Measurement
 from rich.table import Table as RichTable
 from rich.text import Text
 
 from perfprobe.model import Cell, Finding, Metric, ProbeResult, Report, Table, Verdict
-from perfprobe.render.plot import plot_lines
+from perfprobe.render.plot import WIDTH, plot_lines
 
+UNKNOWN = "unknown"
 VERDICT_STYLE = {Verdict.PASS: "bold green", Verdict.WARN: "bold yellow",
                  Verdict.SKIP: "bold blue", Verdict.ERROR: "bold red"}
 
@@ -20,7 +28,7 @@ def render_report(report: Report, console: Console) -> None:
     for result in report.results:
         render_result(result, console)
     if len(report.results) > 1:
-        console.print(summary_table(report))
+        console.print(fitted(summary_table(report), console))
         console.print(Text.assemble("Overall: ", verdict_text(report.verdict),
                                     f"  ({report.duration_s:.1f} s in all)"))
 
@@ -30,11 +38,12 @@ def render_result(result: ProbeResult, console: Console) -> None:
     console.rule(Text.assemble((f"{result.probe}{device}", "bold"), "  ", verdict_text(result.verdict)))
     console.print(Text(result.summary))
     for table in result.tables:
-        console.print(data_table(table))
+        console.print(fitted(data_table(table), console))
     for curve in result.curves:
-        console.print(Text("\n".join(plot_lines(curve))))
+        width = max(16, min(WIDTH, console.width - 12))  # the y axis labels take 11 columns
+        console.print(Text("\n".join(plot_lines(curve, width=width))))
     if result.metrics and not result.tables:
-        console.print(metrics_table(result.metrics))
+        console.print(fitted(metrics_table(result.metrics), console))
     if result.findings:
         console.print(findings_view(result.findings))
     console.print(Text(f"{result.duration_s:.1f} s", style="dim"))
@@ -64,6 +73,38 @@ def metrics_table(metrics: dict[str, Metric] | Any) -> RichTable:
     return view
 
 
+def fitted(view: RichTable, console: Console) -> RenderableType:
+    """`view` when it fits the console with every cell whole, else the same rows stacked."""
+    return view if _narrowest(view, console) <= console.width else stacked(view)
+
+
+def _narrowest(view: RichTable, console: Console) -> int:
+    """The table's width with each column as narrow as its longest word (header included) allows:
+    what rich would have to go below, cutting words with '…', on a narrower console."""
+    options = console.options
+    widths = [max([Measurement.get(console, options, cell).minimum for cell in column.cells]
+                  + [Measurement.get(console, options, Text(str(column.header))).minimum])
+              for column in view.columns]
+    left, right = view.padding[3], view.padding[1]
+    return sum(widths) + len(widths) * (left + right) + len(widths) + 1  # padding and the borders
+
+
+def stacked(view: RichTable) -> Group:
+    """One block per row: the first cell as its heading, then "column: value" for each other cell."""
+    columns = list(view.columns)
+    cells = [list(column.cells) for column in columns]
+    lines: list[RenderableType] = [Text(str(view.title), style="bold")] if view.title else []
+    for row in zip(*cells):
+        lines.append(Text.assemble("  ", _as_text(row[0])))
+        for column, cell in zip(columns[1:], row[1:]):
+            lines.append(Text.assemble("    ", (f"{column.header}: ", "dim"), _as_text(cell)))
+    return Group(*lines)
+
+
+def _as_text(cell: RenderableType) -> Text:
+    return cell if isinstance(cell, Text) else Text(str(cell))
+
+
 def findings_view(findings: tuple[Finding, ...]) -> Group:
     lines = []
     for finding in findings:
@@ -84,6 +125,9 @@ def summary_table(report: Report) -> RichTable:
     return view
 
 
+_NONE_WORD = re.compile(r"(?<![\w.])None(?![\w.])")
+
+
 def _row_floor(row: tuple[Cell, ...]) -> float | None:
     numbers = [c for c in row[1:] if isinstance(c, (int, float)) and c > 0]
     return min(numbers) if numbers else None
@@ -99,7 +143,9 @@ def _cell_text(cell: Cell, floor: float | None) -> Text:
 
 def _format(value: Any) -> str:
     if value is None:
-        return "—"
+        return UNKNOWN
+    if isinstance(value, str):
+        return _NONE_WORD.sub(UNKNOWN, value)  # "None / None" from a fact formatted unread
     if isinstance(value, bool):
         return "yes" if value else "no"
     if isinstance(value, float):
