@@ -5,7 +5,7 @@ _perfprobe() {
         case "$word" in -*) ;; *) sub="$word"; break ;; esac
     done
     if [ -z "$sub" ]; then
-        COMPREPLY=($(compgen -W "host all cache falseshare numa pinned streams uvm compare healthcheck report fleet --version --help" -- "$cur")); return
+        COMPREPLY=($(compgen -W "host all cache falseshare numa layout branch pinned streams uvm compare healthcheck report fleet --version --help" -- "$cur")); return
     fi
     case "$sub" in
         host) opts="--json --output --fsroot --prom --junit --html --help" ;;
@@ -13,6 +13,8 @@ _perfprobe() {
         cache) opts="--json --output --quick --bind --prom --junit --html --max-size --repeats --help" ;;
         falseshare) opts="--json --output --quick --bind --prom --junit --html --max-spacing --threads --help" ;;
         numa) opts="--json --output --quick --bind --prom --junit --html --size --help" ;;
+        layout) opts="--json --output --quick --bind --prom --junit --html --help" ;;
+        branch) opts="--json --output --quick --bind --prom --junit --html --help" ;;
         pinned) opts="--json --output --quick --bind --device --require-gpu --size --prom --junit --html --help" ;;
         streams) opts="--json --output --quick --bind --device --require-gpu --size --prom --junit --html --help" ;;
         uvm) opts="--json --output --quick --bind --device --require-gpu --size --prom --junit --html --help" ;;
