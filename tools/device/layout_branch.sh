@@ -1,0 +1,21 @@
+#!/usr/bin/env bash
+# Issue 15 on the H200 machine's Xeon: record `perfprobe layout` and `perfprobe branch` (full and
+# --quick, cold and warm numba cache timed) and run both C references side by side.
+# Run from the repository root; results go under $OUT (copy the *.json into tests/data/ as
+# layout_h200xeon_*.json / branch_h200xeon_*.json and the bench text into docs/benchmarks.md).
+set -u
+OUT=${OUT:-/tmp/out}
+mkdir -p "$OUT"
+PY=${PYTHON:-python3}
+export PYTHONPATH=.
+"$PY" -m pip install -q -e . >/dev/null 2>&1 || true
+export NUMBA_CACHE_DIR="$OUT/numba-cache"   # a cold cache first, so both times are real
+{ echo "host: $(grep -m1 'model name' /proc/cpuinfo)"; nproc; uptime; } > "$OUT/host.txt"
+for probe in layout branch; do
+  /usr/bin/time -f "$probe quick cold %e s" "$PY" -m perfprobe $probe --quick --record "$OUT/${probe}_h200xeon_quick_cold.json" --json > "$OUT/${probe}_quick_cold.report.json" 2>> "$OUT/times.txt"
+  /usr/bin/time -f "$probe quick warm %e s" "$PY" -m perfprobe $probe --quick --record "$OUT/${probe}_h200xeon_quick.json" --json > "$OUT/${probe}_quick.report.json" 2>> "$OUT/times.txt"
+  /usr/bin/time -f "$probe full warm %e s" "$PY" -m perfprobe $probe --record "$OUT/${probe}_h200xeon_full.json" --json > "$OUT/${probe}_full.report.json" 2>> "$OUT/times.txt"
+done
+"$PY" bench/bench_branch.py > "$OUT/bench_branch.txt" 2>&1; echo "bench_branch rc=$?" >> "$OUT/times.txt"
+"$PY" bench/bench_layout.py > "$OUT/bench_layout.txt" 2>&1; echo "bench_layout rc=$?" >> "$OUT/times.txt"
+cat "$OUT/times.txt"
