@@ -11,10 +11,9 @@ import json
 import os
 import sys
 from pathlib import Path
-from typing import Any, List, Optional
+from typing import Annotated, Any, List, Optional
 
 import typer
-from typing_extensions import Annotated
 
 from perfprobe.config import UsageError
 

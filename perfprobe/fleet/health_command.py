@@ -15,10 +15,9 @@ import json
 import os
 import sys
 from pathlib import Path
-from typing import Any, Optional
+from typing import Annotated, Any, Optional
 
 import typer
-from typing_extensions import Annotated
 
 from perfprobe.config import RunConfig, UsageError
 
