@@ -65,20 +65,25 @@ def cpu_table(host: Facts) -> Table:
     freq, lock = section(host, "cpufreq"), section(host, "memlock")
     rows: list[tuple[Cell, ...]] = [
         ("CPU model", facts.get("model")), ("vendor", facts.get("vendor")),
-        ("sockets × cores × threads", f"{facts.get('sockets')} × {facts.get('cores_per_socket')} × "
-                                      f"{facts.get('threads_per_core')}"),
+        ("sockets × cores × threads", f"{_known(facts.get('sockets'))} × {_known(facts.get('cores_per_socket'))}"
+                                      f" × {_known(facts.get('threads_per_core'))}"),
         ("online CPUs", _cpus(listed.get("online"))), ("offline CPUs", _cpus(listed.get("offline"))),
-        ("usable CPUs", f"{_cpus(listed.get('usable'))} ({listed.get('usable_source')})"),
-        ("memory total / available", f"{_size(memory.get('total_bytes'))} / "
-                                     f"{_size(memory.get('available_bytes'))}"),
+        ("usable CPUs", f"{_cpus(listed.get('usable'))} ({_known(listed.get('usable_source'))})"),
+        ("memory total / available", f"{_known(_size(memory.get('total_bytes')))} / "
+                                     f"{_known(_size(memory.get('available_bytes')))}"),
         ("kernel", host.get("kernel")),
-        ("cpufreq governor / driver", f"{freq.get('governor') or 'not exposed'} / {freq.get('driver') or '—'}"),
-        ("transparent huge pages", f"{thp.get('enabled')} (defrag {thp.get('defrag')})"),
-        ("huge pages (size, reserved, free)", f"{_size(huge.get('size_bytes'))}, {huge.get('total')}, "
-                                              f"{huge.get('free')}"),
+        ("cpufreq governor / driver", f"{freq.get('governor') or 'not exposed'} / {_known(freq.get('driver'))}"),
+        ("transparent huge pages", f"{_known(thp.get('enabled'))} (defrag {_known(thp.get('defrag'))})"),
+        ("huge pages (size, reserved, free)", f"{_known(_size(huge.get('size_bytes')))}, "
+                                              f"{_known(huge.get('total'))}, {_known(huge.get('free'))}"),
         ("memlock soft / hard", f"{_limit(lock.get('soft_bytes'))} / {_limit(lock.get('hard_bytes'))}"),
     ]
     return Table("CPU and set-up", ("fact", "value"), tuple(rows))
+
+
+def _known(value: object) -> str:
+    """A fact inside a sentence: "unknown" (the renderer's word for a None cell) when unread."""
+    return "unknown" if value is None or value == "" else str(value)
 
 
 def _limit(value: int | None) -> str:
