@@ -8,6 +8,7 @@ memory. Each budget says what it is a fraction of, so a capped size can name its
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 
 from perfprobe.host.facts import Facts, memory_value, numa_node
@@ -34,8 +35,50 @@ def host_memory_budget(host: Facts, bind: int | None = None,
     share = _share_words(fraction)
     if bind is not None:
         free = _node_free_now(bind, host)
-        return MemoryBudget(int(free * fraction), f"{share} of NUMA node {bind}'s free memory")
-    return MemoryBudget(int(_available_now(host) * fraction), f"{share} of the host's available memory")
+        budget = MemoryBudget(int(free * fraction), f"{share} of NUMA node {bind}'s free memory")
+    else:
+        budget = MemoryBudget(int(_available_now(host) * fraction), f"{share} of the host's available memory")
+    return _within_address_space(budget, fraction)
+
+
+def _within_address_space(budget: MemoryBudget, fraction: float) -> MemoryBudget:
+    """Under `ulimit -v` (RLIMIT_AS) the budget is also a fraction of the address space left: past
+    it every mapping fails with ENOMEM however much memory is free."""
+    left = address_space_left()
+    if left is None or int(left * fraction) >= budget.bytes:
+        return budget
+    return MemoryBudget(int(left * fraction), f"{_share_words(fraction)} of the address space left "
+                                              f"under {address_space_limit_words()}")
+
+
+def address_space_left() -> int | None:
+    """Bytes this process may still map under RLIMIT_AS; None when there is no such limit."""
+    limit = _address_space_limit()
+    if limit is None:
+        return None
+    try:
+        with open("/proc/self/statm") as statm:
+            used = int(statm.read().split()[0]) * os.sysconf("SC_PAGE_SIZE")
+    except (OSError, ValueError, IndexError):
+        return None
+    return max(0, limit - used)
+
+
+def address_space_limit_words() -> str | None:
+    """"the address-space limit RLIMIT_AS (ulimit -v 1000000)", or None when there is none: what an
+    ENOMEM message names so the user knows why memory ran out."""
+    limit = _address_space_limit()
+    return None if limit is None else f"the address-space limit RLIMIT_AS (ulimit -v {limit // 1024})"
+
+
+def _address_space_limit() -> int | None:
+    try:
+        import resource
+
+        soft, _hard = resource.getrlimit(resource.RLIMIT_AS)
+    except (ImportError, OSError, ValueError):
+        return None
+    return None if soft == resource.RLIM_INFINITY or soft < 0 else int(soft)
 
 
 def gpu_memory_budget(free_bytes: int, fraction: float = GPU_FRACTION) -> MemoryBudget:
