@@ -190,7 +190,15 @@ def _failed(name: str, device: int | None, stage: str, exc: BaseException, start
     message = f"{stage} failed: {type(exc).__name__}: {exc}".strip()
     where = traceback.extract_tb(exc.__traceback__)[-1:] if exc.__traceback__ else []
     at = f" (at {where[0].filename.rsplit('/', 1)[-1]}:{where[0].lineno})" if where else ""
-    finding = Finding(Verdict.ERROR, message + at, "report this with the JSON output (--json) attached")
+    advice = "report this with the JSON output (--json) attached"
+    if isinstance(exc, MemoryError) or getattr(exc, "errno", None) == 12:  # ENOMEM: name a ulimit -v
+        from perfprobe.budget import address_space_limit_words
+
+        limit = address_space_limit_words()
+        if limit:
+            message += f"; {limit} is in force"
+            advice = "raise the limit (ulimit -v unlimited) or ask for a smaller size"
+    finding = Finding(Verdict.ERROR, message + at, advice)
     return ProbeResult(probe=name, verdict=Verdict.ERROR, summary=message, findings=(finding,),
                        duration_s=time.perf_counter() - started, device=device)
 
