@@ -79,7 +79,10 @@ def run_one(probe: Probe, ctx: ProbeContext, binding: Mapping[str, Any] | None,
         raw = dict(replayed) if replayed is not None else _measure(probe, ctx)
     except GpuUnavailable as exc:
         verdict = Verdict.ERROR if ctx.config.require_gpu else Verdict.SKIP
-        return _skipped(probe.name, ctx.device, exc.reason, exc.hint, verdict, started), None
+        reason = exc.reason
+        if isinstance(ctx.config.device, int) and ctx.config.device > 0:  # --device N with no CUDA
+            reason += f"; whether GPU {ctx.config.device} exists cannot be known here (no GPU count without CUDA)"
+        return _skipped(probe.name, ctx.device, reason, exc.hint, verdict, started), None
     except ProbeSkipped as exc:
         return _skipped(probe.name, ctx.device, exc.reason, exc.hint, Verdict.SKIP, started), None
     except KeyboardInterrupt:
