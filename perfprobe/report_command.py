@@ -77,7 +77,7 @@ def load(path: Path) -> Report:
 
 
 def report_from_dict(data: Mapping[str, Any], path: Path) -> Report:
-    """A Report from the JSON shape of docs/report.schema.json (schema version 1)."""
+    """A Report from the JSON shape of perfprobe/schema/report.schema.json (schema version 1)."""
     version = data.get("schema_version")
     if version != SCHEMA_VERSION:
         raise UsageError(f"report: {path}: schema version {version!r}; this perfprobe reads {SCHEMA_VERSION}")
