@@ -49,6 +49,13 @@ class Finding:
     verdict: Verdict
     message: str
     advice: str = ""
+    confirm: tuple[str, ...] = ()
+    """The measurement keys a timing-based finding rests on: a `warn` with keys is re-measured
+    (the probe's `remeasure(ctx, raw, keys)`) and judged again before it is issued (confirm.py)."""
+    figure: float | None = None
+    """The number the finding rests on, kept beside the re-measured one in `confirmation`."""
+    confirmation: Mapping[str, Any] | None = None
+    """After a re-measurement: the keys, the first and second message and figure, and `confirmed`."""
 
 
 @dataclass(frozen=True)

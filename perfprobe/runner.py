@@ -6,16 +6,18 @@ probe's `error` result, and the other probes still run and report.
 
 from __future__ import annotations
 
+import dataclasses
+import importlib
 import json
 import time
 import traceback
 from typing import Any, Mapping, Sequence
 
-from perfprobe import __version__
+from perfprobe import __version__, confirm
 from perfprobe.bind import BindError
 from perfprobe.config import RunConfig, UsageError
 from perfprobe.host.identity import stamped
-from perfprobe.model import Finding, ProbeResult, Report, Verdict
+from perfprobe.model import Assessment, Finding, ProbeResult, Report, Verdict
 from perfprobe.probe import GpuUnavailable, Probe, ProbeContext, ProbeSkipped, ProgressFactory
 from perfprobe.process_state import preserved
 from perfprobe.progress import null_progress
@@ -91,6 +93,7 @@ def run_one(probe: Probe, ctx: ProbeContext, binding: Mapping[str, Any] | None,
         return _failed(probe.name, ctx.device, "measuring", exc, started), None
     try:
         assessment = probe.judge(raw, ctx.host)
+        assessment = _confirmed(probe, ctx, raw, assessment, replayed is not None)
     except Exception as exc:  # noqa: BLE001
         return _failed(probe.name, ctx.device, "judging", exc, started), raw
     facts = dict(assessment.facts)
@@ -102,6 +105,43 @@ def run_one(probe: Probe, ctx: ProbeContext, binding: Mapping[str, Any] | None,
         duration_s=time.perf_counter() - started, tables=tuple(assessment.tables),
         curves=tuple(assessment.curves), key_figure=assessment.key_figure, device=ctx.device)
     return result, raw
+
+
+def _confirmed(probe: Probe, ctx: ProbeContext, raw: dict[str, Any], first: Assessment,
+               replaying: bool) -> Assessment:
+    """Timing-based warns re-measured and judged again before they are issued (confirm.py). The
+    re-measured numbers go into `raw` (so a recording replays the same verdicts); replaying, the
+    recorded ones are judged. A re-measurement that fails leaves the first judgement standing."""
+    keys = confirm.keys_to_confirm(first.findings)
+    if not keys:
+        return first
+    second_raw = raw.get(confirm.SECOND_RAW)
+    if second_raw is None and not replaying:
+        second_raw = _remeasure(probe, ctx, raw, keys)
+        if second_raw is not None:
+            raw[confirm.SECOND_RAW] = second_raw
+    if second_raw is None:
+        return first
+    second = probe.judge(second_raw, ctx.host)
+    return dataclasses.replace(first, findings=confirm.combine(first.findings, second.findings))
+
+
+def _remeasure(probe: Probe, ctx: ProbeContext, raw: Mapping[str, Any],
+               keys: tuple[str, ...]) -> dict[str, Any] | None:
+    """The probe's measure module's `remeasure(ctx, raw, keys)`, None when it has none or it fails."""
+    if not isinstance(probe.measure_module, str):
+        return None
+    remeasure = getattr(importlib.import_module(probe.measure_module), "remeasure", None)
+    if remeasure is None:
+        return None
+    try:
+        with preserved():
+            second: dict[str, Any] = remeasure(ctx, {k: v for k, v in raw.items() if k != confirm.SECOND_RAW}, keys)
+    except KeyboardInterrupt:
+        raise
+    except Exception:  # noqa: BLE001 - an unconfirmed warn stands as first judged
+        return None
+    return second
 
 
 def _measure(probe: Probe, ctx: ProbeContext) -> dict[str, Any]:

@@ -39,13 +39,15 @@ def test_there_are_recordings() -> None:
 
 
 @pytest.mark.parametrize("path", RECORDINGS, ids=lambda p: p.name)
-def test_every_h200_recording_warns_about_on_demand_and_prefetch_to_host(path: Path) -> None:
+def test_every_healthy_h200_recording_passes_on_demand_and_prefetch_to_host(path: Path) -> None:
+    """Issue 12: on-demand slower than a prefetch and a prefetch to the host slower than a copy are
+    true of every CUDA host: passes with the figures, the healthy range and the advice (exit 0)."""
     raw = json.loads(path.read_text())["raw"]["uvm[0]"]
     assessment = uvm.judge(raw, {})
-    assert assessment.verdict is Verdict.WARN
+    assert assessment.verdict is Verdict.PASS
     verdict, message, advice = find(raw, "slower on demand (page faults)")
-    assert verdict == "warn" and "cudaMemPrefetchAsync" in advice
-    assert find(raw, "moving GPU results to the host by prefetch")[0] == "warn"
+    assert verdict == "pass" and "cudaMemPrefetchAsync" in advice and "healthy hosts: 3.1–5.4×" in message
+    assert find(raw, "moving GPU results to the host by prefetch")[0] == "pass"
     assert find(raw, "zero-copy about matches copy-then-read")[0] == "pass"
     assert find(raw, "pageableMemoryAccess 0")[0] == "pass"
     assert {t.title.split(" (")[0] for t in assessment.tables} == {
@@ -99,7 +101,16 @@ def _changed(name: str, **paths: float) -> dict[str, Any]:
 
 def test_on_demand_close_to_prefetch_passes() -> None:
     raw = _changed("uvm_h200_1g_run2.json", managed_on_demand=0.030)
-    assert find(raw, "on demand take")[0] == "pass"
+    assert find(raw, "slower on demand")[0] == "pass"
+
+
+def test_on_demand_far_beyond_healthy_hosts_warns_and_says_how_far() -> None:
+    prefetch = figures.median_s(recorded("uvm_h200_1g_run2.json"), "managed_prefetch") or 0.0
+    raw = _changed("uvm_h200_1g_run2.json", managed_on_demand=12 * prefetch)  # 12x: over 2 x 5.4
+    verdict, message, _ = find(raw, "slower on demand")
+    assert verdict == "warn" and "2.2× the highest seen on healthy hosts (3.1–5.4×" in message
+    just_inside = _changed("uvm_h200_1g_run2.json", managed_on_demand=10.5 * prefetch)
+    assert find(just_inside, "slower on demand")[0] == "pass"
 
 
 def test_preferred_location_is_advised_only_where_it_helped() -> None:
@@ -165,7 +176,7 @@ def test_replay_through_the_cli_is_valid_against_the_schema(capsys: pytest.Captu
         cli.main(["uvm", "--replay", str(DATA / "uvm_h200_4g_run2.json"), "--json"])
     report = json.loads(capsys.readouterr().out)
     jsonschema.validate(report, load_schema())
-    assert exit_info.value.code == 1  # warn
+    assert exit_info.value.code == 0  # a healthy H200: every effect is true of every CUDA host
     result = report["results"][0]
-    assert result["verdict"] == "warn" and result["device"] == 0
+    assert result["verdict"] == "pass" and result["device"] == 0
     assert result["metrics"]["gbs.explicit_copy"]["value"] == pytest.approx(54.86, abs=0.01)

@@ -7,7 +7,7 @@ import math
 from collections.abc import Mapping
 from typing import Any
 
-from perfprobe.model import Curve, Metric, ProbeResult, Report, Table
+from perfprobe.model import Curve, Finding, Metric, ProbeResult, Report, Table
 
 
 def report_to_dict(report: Report) -> dict[str, Any]:
@@ -34,13 +34,19 @@ def _result(result: ProbeResult) -> dict[str, Any]:
         "summary": result.summary,
         "key_figure": result.key_figure,
         "metrics": {name: _metric(m) for name, m in result.metrics.items()},
-        "findings": [{"verdict": f.verdict.value, "message": f.message, "advice": f.advice}
-                     for f in result.findings],
+        "findings": [_finding(f) for f in result.findings],
         "facts": _clean(result.facts),
         "tables": [_table(t) for t in result.tables],
         "curves": [_curve(c) for c in result.curves],
         "duration_s": round(result.duration_s, 3),
     }
+
+
+def _finding(finding: Finding) -> dict[str, Any]:
+    out: dict[str, Any] = {"verdict": finding.verdict.value, "message": finding.message, "advice": finding.advice}
+    if finding.confirmation is not None:  # only re-measured findings carry it (schema: optional)
+        out["confirmation"] = _clean(dict(finding.confirmation))
+    return out
 
 
 def _metric(metric: Metric) -> dict[str, Any]:
