@@ -1,0 +1,326 @@
+"""Allocation kernels: the C allocator called from compiled loops, a free-list pool, page touches, memcpy.
+
+Only numbers come out of here. Every kernel times itself inside compiled code (`now_ns`).
+
+Allocators are C functions: `malloc`/`free` of the process (ctypes.CDLL(None)) or of another
+allocator's shared library (ctypes.CDLL(path)). numba can call a ctypes function object from
+nopython code, but a kernel that does is never cached (the address is a "dynamic global"), and
+`--quick` must not pay a compile each run. So the kernels take the function *addresses* as int64
+arguments and call them through `_call1`/`_call2` (an llvmlite indirect call): the same machine
+code a C program emits for a call through a function pointer, compiled once and cached.
+
+Workers for the all-CPU runs are Python threads that pin themselves (`os.sched_setaffinity(0,
+{cpu})` applies to the calling thread) and call `nogil` kernels; they meet at a spin barrier inside
+compiled code, so thread start-up and the GIL stay outside the timed region. Each also reads its
+own CPU time, so a preempted run can be told apart from a contended one.
+"""
+
+# numba intrinsics are called with fewer arguments than they are defined with (numba passes typingctx):
+# mypy: disable-error-code="call-arg,var-annotated"
+from __future__ import annotations
+
+import ctypes
+import os
+import threading
+from typing import Any, Callable, Sequence
+
+import numpy as np
+from llvmlite import ir
+from numba import njit, types
+from numba.core import cgutils
+from numba.extending import intrinsic
+
+from perfprobe.kernels.compiled import now_ns, opaque
+
+_I64 = ir.IntType(64)
+_I32 = ir.IntType(32)
+_I8 = ir.IntType(8)
+_CLOCK_THREAD_CPUTIME_ID = 3
+MIXED_MIN, MIXED_MAX = 16, 4096
+
+
+@intrinsic
+def _call1(typingctx, fn, arg):
+    """`((int64 (*)(int64)) fn)(arg)`: malloc through its address."""
+    def codegen(context, builder, sig, args):
+        fnty = ir.FunctionType(_I64, [_I64])
+        return builder.call(builder.inttoptr(args[0], fnty.as_pointer()), [args[1]])
+    return types.int64(types.int64, types.int64), codegen
+
+
+@intrinsic
+def _call_void1(typingctx, fn, arg):
+    """`((void (*)(int64)) fn)(arg)`: free through its address."""
+    def codegen(context, builder, sig, args):
+        fnty = ir.FunctionType(ir.VoidType(), [_I64])
+        builder.call(builder.inttoptr(args[0], fnty.as_pointer()), [args[1]])
+        return context.get_dummy_value()
+    return types.none(types.int64, types.int64), codegen
+
+
+@intrinsic
+def _call3(typingctx, fn, a, b, c):
+    """`((int64 (*)(int64, int64, int64)) fn)(a, b, c)`: memcpy through its address."""
+    def codegen(context, builder, sig, args):
+        fnty = ir.FunctionType(_I64, [_I64, _I64, _I64])
+        return builder.call(builder.inttoptr(args[0], fnty.as_pointer()), list(args[1:]))
+    return types.int64(types.int64, types.int64, types.int64, types.int64), codegen
+
+
+@intrinsic
+def _poke(typingctx, addr, value):
+    """Store one byte at `addr` (the touch a program makes of memory it just got)."""
+    def codegen(context, builder, sig, args):
+        ptr = builder.inttoptr(args[0], _I8.as_pointer())
+        builder.store(builder.trunc(args[1], _I8), ptr, align=1)
+        return context.get_dummy_value()
+    return types.none(types.int64, types.int64), codegen
+
+
+@intrinsic
+def _load64(typingctx, addr):
+    def codegen(context, builder, sig, args):
+        return builder.load_atomic(builder.inttoptr(args[0], _I64.as_pointer()), "monotonic", 8)
+    return types.int64(types.int64), codegen
+
+
+@intrinsic
+def _store64(typingctx, addr, value):
+    def codegen(context, builder, sig, args):
+        builder.store_atomic(args[1], builder.inttoptr(args[0], _I64.as_pointer()), "monotonic", 8)
+        return context.get_dummy_value()
+    return types.none(types.int64, types.int64), codegen
+
+
+@intrinsic
+def _arrive(typingctx, addr):
+    """Atomic `*addr += 1` (seq_cst): one more thread at the barrier."""
+    def codegen(context, builder, sig, args):
+        ptr = builder.inttoptr(args[0], _I64.as_pointer())
+        builder.atomic_rmw("add", ptr, ir.Constant(_I64, 1), "seq_cst")
+        return context.get_dummy_value()
+    return types.none(types.int64), codegen
+
+
+@intrinsic
+def _acquire(typingctx, addr):
+    def codegen(context, builder, sig, args):
+        return builder.load_atomic(builder.inttoptr(args[0], _I64.as_pointer()), "acquire", 8)
+    return types.int64(types.int64), codegen
+
+
+@intrinsic
+def _thread_cpu_ns(typingctx):
+    """This thread's CPU time (CLOCK_THREAD_CPUTIME_ID), ns."""
+    def codegen(context, builder, sig, args):
+        ts_type = ir.ArrayType(_I64, 2)
+        fnty = ir.FunctionType(_I32, [_I32, ts_type.as_pointer()])
+        fn = cgutils.get_or_insert_function(builder.module, fnty, "clock_gettime")
+        ts = cgutils.alloca_once(builder, ts_type)
+        builder.call(fn, [ir.Constant(_I32, _CLOCK_THREAD_CPUTIME_ID), ts])
+        zero = ir.Constant(_I32, 0)
+        sec = builder.load(builder.gep(ts, [zero, zero]))
+        nsec = builder.load(builder.gep(ts, [zero, ir.Constant(_I32, 1)]))
+        return builder.add(builder.mul(sec, ir.Constant(_I64, 1_000_000_000)), nsec)
+    return types.int64(), codegen
+
+
+@njit(cache=True, nogil=True)
+def _barrier(addr: int, parties: int) -> None:
+    _arrive(addr)
+    while _acquire(addr) < parties:
+        pass
+
+
+@njit(cache=True, nogil=True)
+def _xorshift(x: int) -> int:
+    x ^= x << 13
+    x ^= (x >> 7) & 0x01FFFFFFFFFFFFFF
+    x ^= x << 17
+    return x
+
+
+@njit(cache=True, nogil=True)
+def mixed_size(r: int) -> int:
+    """A size from 16 B to 4 KiB, log-uniform by class (as small blocks outnumber large ones):
+    class k in 0..8 picks [16 << k, 32 << k), capped at 4 KiB. The C reference draws the same."""
+    k = ((r >> 3) & 0xFFFF) % 9
+    base = 16 << k
+    size = base + ((r >> 16) & 0xFFFFFFFF) % base
+    return min(size, 4096)
+
+
+# --- malloc/free: one kernel per pattern; `kind` 0 = the allocator, 1 = a fixed-size pool ---
+
+@njit(cache=True, nogil=True)
+def _pool_init(base: int, block: int, count: int) -> int:
+    """Thread a free list through `count` blocks of `block` bytes at `base`; the head."""
+    for i in range(count - 1):
+        _store64(base + i * block, base + (i + 1) * block)
+    _store64(base + (count - 1) * block, 0)
+    return base
+
+
+@njit(cache=True, nogil=True)
+def _pairs(malloc: int, free: int, size: int, iters: int, kind: int, pool: int, block: int) -> int:
+    """`iters` malloc(size)+free pairs (kind 0) or pool pop+push pairs (kind 1), each block
+    touched once; ns for the loop."""
+    head = 0
+    if kind == 1:
+        head = _pool_init(pool, block, 64)
+    start = now_ns()
+    if kind == 0:
+        for i in range(iters):
+            p = _call1(malloc, size)
+            _poke(p, i)
+            _call_void1(free, p)
+    else:
+        for i in range(iters):
+            p = head
+            head = _load64(p)
+            _poke(p + 8, i)
+            _store64(p, head)
+            head = p
+    return now_ns() - start
+
+
+@njit(cache=True, nogil=True)
+def _mixed(malloc: int, free: int, slots: np.ndarray, iters: int, seed: int, kind: int,
+           pool: int) -> int:
+    """A working set of `slots.size` live blocks of random sizes; each op frees a random one and
+    allocates a new one in its place (kind 1: from a pool of 4 KiB blocks). ns for the ops."""
+    n = slots.size
+    r = seed
+    head = 0
+    if kind == 1:
+        head = _pool_init(pool, MIXED_MAX, n + 1)
+    for j in range(n):
+        r = _xorshift(r)
+        if kind == 0:
+            slots[j] = _call1(malloc, mixed_size(r))
+        else:
+            slots[j] = head
+            head = _load64(head)
+        _poke(slots[j] + 8, j)
+    start = now_ns()
+    for i in range(iters):
+        r = _xorshift(r)
+        j = ((r >> 24) & 0xFFFFFFFF) % n
+        size = mixed_size(r)
+        if kind == 0:
+            _call_void1(free, slots[j])
+            p = _call1(malloc, size)
+        else:
+            _store64(slots[j], head)
+            head = slots[j]
+            p = head
+            head = _load64(p)
+        _poke(p + size - 1, i)
+        slots[j] = p
+    elapsed = now_ns() - start
+    if kind == 0:
+        for j in range(n):
+            _call_void1(free, slots[j])
+    return elapsed
+
+
+@njit(cache=True, nogil=True)
+def pairs_worker(ready: int, parties: int, malloc: int, free: int, size: int, iters: int,
+                 kind: int, pool: int, block: int) -> tuple:
+    """Warm up, meet the others, time the pairs: (start_ns, end_ns, cpu_ns)."""
+    _pairs(malloc, free, size, 256, kind, pool, block)
+    _barrier(ready, parties)
+    cpu = _thread_cpu_ns()
+    start = now_ns()
+    _pairs(malloc, free, size, iters, kind, pool, block)
+    end = now_ns()
+    return start, end, _thread_cpu_ns() - cpu
+
+
+@njit(cache=True, nogil=True)
+def mixed_worker(ready: int, parties: int, malloc: int, free: int, slots: np.ndarray, iters: int,
+                 seed: int, kind: int, pool: int) -> tuple:
+    _barrier(ready, parties)
+    cpu = _thread_cpu_ns()
+    start = now_ns()
+    _mixed(malloc, free, slots, iters, seed, kind, pool)
+    end = now_ns()
+    return start, end, _thread_cpu_ns() - cpu
+
+
+# --- first touch, copies, moves ---
+
+@njit(cache=True, nogil=True)
+def touch(base: int, nbytes: int, stride: int) -> int:
+    """Write one byte every `stride` bytes of [base, base + nbytes): ns."""
+    start = now_ns()
+    for off in range(0, nbytes, stride):
+        _poke(base + off, off)
+    return now_ns() - start
+
+
+@njit(cache=True, nogil=True)
+def touch_worker(ready: int, parties: int, base: int, nbytes: int, stride: int) -> tuple:
+    _barrier(ready, parties)
+    cpu = _thread_cpu_ns()
+    start = now_ns()
+    touch(base, nbytes, stride)
+    end = now_ns()
+    return start, end, _thread_cpu_ns() - cpu
+
+
+@njit(cache=True, nogil=True)
+def copy(memcpy: int, dst: int, src: int, nbytes: int, reps: int) -> int:
+    """`reps` memcpy(dst, src, nbytes) calls: ns."""
+    start = now_ns()
+    for _ in range(reps):
+        _call3(memcpy, dst, src, nbytes)
+        opaque()
+    return now_ns() - start
+
+
+@njit(cache=True, nogil=True)
+def move(slots: int, reps: int) -> int:
+    """Hand a buffer over `reps` times: read the owner's pointer, store it in the new owner's
+    slot, clear the old one (a C++ move of a unique_ptr), through memory each time. ns."""
+    _store64(slots, slots + 64)
+    start = now_ns()
+    for i in range(reps):
+        a = slots + (i & 1) * 8
+        b = slots + 8 - (i & 1) * 8
+        _store64(b, _load64(a))
+        _store64(a, 0)
+        opaque()
+    return now_ns() - start
+
+
+# --- Python side: function addresses, threads ---
+
+def address(function: Any) -> int:
+    """The address of a ctypes function (what the kernels call through)."""
+    return int(ctypes.cast(function, ctypes.c_void_p).value or 0)
+
+
+def run_threads(cpus: Sequence[int], work: Callable[[int, int, int], tuple]) -> list[tuple]:
+    """Run `work(ready_addr, parties, i)` on one pinned thread per CPU; their (start, end, cpu)."""
+    ready = np.zeros(8, dtype=np.int64)
+    parties = len(cpus)
+    out: list[tuple] = [()] * parties
+    errors: list[BaseException] = []
+
+    def body(i: int, cpu: int) -> None:
+        try:
+            os.sched_setaffinity(0, {cpu})
+            out[i] = work(ready.ctypes.data, parties, i)
+        except BaseException as exc:  # noqa: BLE001 - re-raised in the caller's thread
+            errors.append(exc)
+            ready[0] += parties  # release the others from the barrier
+
+    threads = [threading.Thread(target=body, args=(i, c)) for i, c in enumerate(cpus)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    if errors:
+        raise errors[0]
+    return out
