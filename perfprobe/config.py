@@ -73,10 +73,6 @@ class RunConfig:
     html: Path | None = None       # --html: perfprobe.render.html
     replay: Path | None = None
 
-    def option(self, name: str, default: object) -> object:  # TRANSITIONAL: until probes read typed knobs
-        value = getattr(self.options, name, None)
-        return default if value is None else value
-
     def preset(self, presets: Presets[P]) -> P:
         """The parameter set this run uses (quick or full)."""
         return presets.pick(self.quick)

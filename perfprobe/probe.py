@@ -138,22 +138,21 @@ class Probe:
     name: str
     title: str
     judge: Callable[[Mapping[str, Any], Facts], Assessment]
-    measure_module: str | Callable[[ProbeContext], dict[str, Any]]  # TRANSITIONAL: callable until every probe is a package
+    measure_module: str
+    """Where `measure(ctx)` lives: "package.module" (its `measure`) or "package.module:function"."""
     requires: tuple[Requirement, ...] = ()
     check_knobs: Callable[[RunConfig, Facts], None] | None = None
     """Raises UsageError for a knob this host cannot honour (e.g. a spacing whose counters do not
     fit in memory). The runner calls it for every probe before anything is measured or bound."""
-    legacy_needs_gpu: bool = False  # TRANSITIONAL
 
     @property
     def needs_gpu(self) -> bool:
-        return self.legacy_needs_gpu or any(isinstance(r, Gpu) for r in self.requires)
+        return any(isinstance(r, Gpu) for r in self.requires)
 
     def measure(self, ctx: ProbeContext) -> dict[str, Any]:
-        if callable(self.measure_module):  # TRANSITIONAL
-            return self.measure_module(ctx)
-        module = importlib.import_module(self.measure_module)
-        raw: dict[str, Any] = module.measure(ctx)
+        module_name, _, function = self.measure_module.partition(":")
+        module = importlib.import_module(module_name)
+        raw: dict[str, Any] = getattr(module, function or "measure")(ctx)
         return raw
 
     def unmet(self, ctx: ProbeContext) -> ProbeSkipped | None:

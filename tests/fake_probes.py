@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from perfprobe.model import Assessment, Curve, Finding, Metric, Table, Verdict
-from perfprobe.probe import GpuUnavailable, Probe, ProbeSkipped
+from perfprobe.probe import Gpu, GpuUnavailable, Probe, ProbeSkipped
 
 HOST: dict[str, Any] = {
     "source": "live", "root": None, "kernel": "6.1.0",
@@ -53,10 +53,25 @@ def _measure_boom(ctx):
     raise RuntimeError("kernel exploded")
 
 
+def _measure_good(ctx):
+    return {"latency_ns": 1.5}
+
+
+def _measure_nothing(ctx):
+    return {}
+
+
+class _FakeGpu(Gpu):
+    """A GPU requirement that is always met: the fake measure raises GpuUnavailable itself."""
+
+    def unmet(self, ctx):
+        return None
+
+
 PROBES = {
-    "good": Probe("good", "Good", _judge_good, lambda ctx: {"latency_ns": 1.5}),
-    "warny": Probe("warny", "Warny", _judge_warn, lambda ctx: {}),
-    "gpu": Probe("gpu", "GPU", _judge_good, _measure_gpu, legacy_needs_gpu=True),
-    "skippy": Probe("skippy", "Skippy", _judge_good, _measure_skip),
-    "boom": Probe("boom", "Boom", _judge_good, _measure_boom),
+    "good": Probe("good", "Good", _judge_good, "fake_probes:_measure_good"),
+    "warny": Probe("warny", "Warny", _judge_warn, "fake_probes:_measure_nothing"),
+    "gpu": Probe("gpu", "GPU", _judge_good, "fake_probes:_measure_gpu", requires=(_FakeGpu(),)),
+    "skippy": Probe("skippy", "Skippy", _judge_good, "fake_probes:_measure_skip"),
+    "boom": Probe("boom", "Boom", _judge_good, "fake_probes:_measure_boom"),
 }
