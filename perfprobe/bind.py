@@ -23,6 +23,13 @@ from typing import Any, Iterable, Iterator, Mapping
 from perfprobe import numa_sys
 from perfprobe.config import UsageError
 from perfprobe.host.parse import format_cpulist
+from perfprobe.units import format_bytes
+
+# What a run bound to a node needs of that node's free memory before any working set: the new
+# allocations of the interpreter, numba and LLVM compiling kernels after the binding (~100-150 MiB
+# measured on x86-64). Under strict MPOL_BIND the kernel OOM-kills a process that outgrows its
+# node, without a word: a node with less free than this is refused before binding (exit 2).
+MIN_BOUND_FREE_BYTES = 192 << 20
 
 
 class BindError(Exception):
@@ -81,6 +88,24 @@ def validate_bind_node(node: int, host: Mapping[str, Any]) -> None:
     if not node_cpus(node, host):
         raise UsageError(f"node {node}'s CPUs ({format_cpulist(entry['cpus'])}) are outside this "
                          f"process's cpuset/affinity (usable: {format_cpulist(_usable(host))}){tail}")
+
+
+def check_node_memory(node: int, host: Mapping[str, Any]) -> None:
+    """Raise UsageError (one line) when `node` has too little free memory to run bound to it."""
+    from perfprobe.host.numa import node_free_bytes
+
+    free = node_free_bytes(node)
+    if free is None:
+        entry = next((n for n in _nodes(host) if n.get("id") == node), None) or {}
+        free = entry.get("memory_free_bytes")
+    if free is None or free >= MIN_BOUND_FREE_BYTES:
+        return
+    roomy = [n["id"] for n in _nodes(host) if n["id"] in valid_bind_nodes(host)
+             and (n.get("memory_free_bytes") or 0) >= MIN_BOUND_FREE_BYTES]
+    others = ", ".join(map(str, roomy)) if roomy else "none"
+    raise UsageError(f"--bind {node}: NUMA node {node} has {format_bytes(free)} free, less than the "
+                     f"{format_bytes(MIN_BOUND_FREE_BYTES)} a bound run needs (the kernel would kill it "
+                     f"when the node runs out); nodes with room: {others}")
 
 
 def _thread_ids() -> list[int]:
@@ -162,6 +187,7 @@ def bind_to_node(node: int, host: Mapping[str, Any]) -> dict[str, Any]:
     "mems": [0], "threads": 1, "verified": True}.
     """
     validate_bind_node(node, host)
+    check_node_memory(node, host)
     cpus = node_cpus(node, host)
     try:
         _set_all_threads(set(cpus))
