@@ -102,15 +102,43 @@ def rule_usable_cpus(raw: Raw, host: Facts) -> list[Finding]:
                     "to measure the whole host")]
 
 
+MEMLOCK_RAISE = ("Raise it: `ulimit -l unlimited` in this shell (as allowed by the hard limit), or "
+                 "'<user> - memlock unlimited' in /etc/security/limits.conf")
+CUDA_UNLIMITED = ("CUDA's pinned memory is not limited by it: as an ordinary user under a 1 MiB limit, "
+                  "cudaHostAlloc and cudaHostRegister of 1 GiB succeeded on the H200 host (driver 580)")
+
+
 def rule_memlock(raw: Raw, host: Facts) -> list[Finding]:
-    """A small RLIMIT_MEMLOCK makes large page-locked (pinned) allocations fail."""
+    """RLIMIT_MEMLOCK limits mlock(2) and RDMA memory registration (ibv_reg_mr, which NCCL and MPI
+    over InfiniBand/RoCE use), not CUDA's pinned allocations (measured: docs/probes/host.md). It
+    is a fault only where an RDMA device could use it; elsewhere a note."""
     soft = section(host, "memlock").get("soft_bytes")
     if soft is None or soft >= MEMLOCK_MIN_BYTES:
         return []
-    return [Finding(Verdict.WARN, f"Locked-memory limit (ulimit -l) is {format_bytes(soft)}: "
-                    f"page-locked buffers larger than that cannot be pinned",
-                    "Raise it: `ulimit -l unlimited` in this shell (as allowed by the hard limit), or "
-                    "'<user> - memlock unlimited' in /etc/security/limits.conf")]
+    limit = f"Locked-memory limit (ulimit -l) is {format_bytes(soft)}"
+    rdma = rdma_devices(host)
+    if rdma:
+        return [Finding(Verdict.WARN, f"{limit}: RDMA memory registration (ibv_reg_mr: NCCL, MPI over "
+                        f"{', '.join(rdma)}) and mlock of more than that fail", MEMLOCK_RAISE)]
+    where = "no RDMA device here" + ("" if gpus(host) else " and no GPU")
+    return [Finding(Verdict.PASS, f"{limit}: it limits mlock and RDMA memory registration, and {where}; "
+                    f"{CUDA_UNLIMITED}", MEMLOCK_RAISE + " before using RDMA or mlock")]
+
+
+RDMA_VENDORS = {"0x15b3": "Mellanox/NVIDIA ConnectX", "0x1d0f": "AWS EFA", "0x1077": "QLogic"}
+
+
+def rdma_devices(host: Facts) -> list[str]:
+    """RDMA-capable adapters on the PCI bus: any InfiniBand controller (class 0x0207), or a
+    network controller (0x02) of a vendor whose adapters do RDMA (ConnectX, EFA, QLogic)."""
+    found = []
+    for device in host.get("pci_devices") or []:
+        cls, vendor = str(device.get("class") or ""), str(device.get("vendor") or "")
+        if cls.startswith("0x0207"):
+            found.append("InfiniBand")
+        elif cls.startswith("0x02") and RDMA_VENDORS.get(vendor):
+            found.append(RDMA_VENDORS[vendor])
+    return sorted(set(found))
 
 
 def rule_offline_cpus(raw: Raw, host: Facts) -> list[Finding]:
