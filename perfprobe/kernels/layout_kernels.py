@@ -6,7 +6,9 @@ Only numbers come out of here; every kernel times itself inside compiled code (`
   iteration, each an unaligned (`align 1`) llvmlite load whose value feeds an empty asm statement:
   the load is kept, no ALU work follows it, so the loop is bound by the loads themselves.
 - `latency`: a chain in which each load's low 32 bits are the byte offset of the next load, so each
-  load waits for the one before: the load-to-use latency at that alignment.
+  load waits for the one before: the load-to-use latency at that alignment. A 16/32-byte value
+  passes through an empty asm in a vector register, so the load stays full width (the extraction
+  of its low lane is in every figure of that width, aligned or not).
 - AoS/SoA: records are int64 fields; AoS is a C-ordered (N, K) array — the same bytes as a numpy
   structured array of K int64 fields — and SoA is a (K, N) array, one row per field. One field
   summed, one field incremented, and every field summed record by record.
@@ -60,7 +62,8 @@ def _load_next(typingctx, addr, width):
 
     def codegen(context, builder, sig, args):
         value = builder.load(builder.inttoptr(args[0], ty.as_pointer()), align=1)
-        if w >= 16:
+        if w >= 16:  # through a vector register first, or LLVM narrows the load to its low 8 bytes
+            value = builder.asm(ir.FunctionType(ty, [ty]), "", "=x,0", [value], False)
             value = builder.extract_element(value, ir.Constant(ir.IntType(32), 0))
         if w == 4:
             return builder.zext(value, _I64)
@@ -196,8 +199,12 @@ RECORD_KERNELS = {("aos", "sum"): aos_sum, ("soa", "sum"): soa_sum, ("aos", "upd
 
 
 def aligned_bytes(nbytes: int, align: int = 4096) -> np.ndarray:
-    """A zeroed uint8 buffer starting on an `align` boundary (the caller keeps it alive)."""
-    raw = np.zeros(nbytes + align, dtype=np.uint8)
+    """A zeroed uint8 buffer starting on an `align` boundary (the caller keeps it alive).
+
+    Every page is written: untouched calloc'd pages all map the kernel's one zero page, and loads
+    that split across two such aliases of one physical page cost ten times a real page split."""
+    raw = np.empty(nbytes + align, dtype=np.uint8)
+    raw.fill(0)
     offset = (-raw.ctypes.data) % align
     return raw[offset:offset + nbytes]
 

@@ -1,0 +1,136 @@
+"""`perfprobe layout` against a native C reference, side by side, in one run.
+
+Builds bench/layout_ref.c (cc -O3 -march=native), then alternates C runs and perfprobe's numba
+kernels on the same positions and sizes: 8- and 32-byte loads aligned and line-split (offset 60),
+page-split against page start (throughput and dependent latency), and one field of K = 8 and 16
+records summed as AoS and SoA in L1, L2 and DRAM (flushed before each DRAM run, as the probe does).
+Targets: ns within ±10% of C's; penalty and speed-up ratios within ±15%.
+Exit 0 when met (or when this host cannot run it: no cc), 1 when missed.
+"""
+
+from __future__ import annotations
+
+import shutil
+import statistics
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parent.parent
+SOURCE, BINARY = ROOT / "bench" / "layout_ref.c", ROOT / "bench" / "build" / "layout_ref"
+REPEATS, LINES, REPS, STEPS = 5, 256, 128, 1 << 15
+NS_TARGET, RATIO_TARGET = 0.10, 0.15
+
+sys.path.insert(0, str(ROOT))
+
+
+def build() -> bool:
+    cc = shutil.which("cc") or shutil.which("gcc")
+    if cc is None:
+        print("skip: no C compiler (cc) on this host")
+        return False
+    BINARY.parent.mkdir(parents=True, exist_ok=True)
+    subprocess.run([cc, "-O3", "-march=native", "-o", str(BINARY), str(SOURCE)], check=True)
+    return True
+
+
+def c_pair(*args: object) -> tuple[float, float]:
+    out = subprocess.run([str(BINARY), *map(str, args)], capture_output=True, text=True, check=True).stdout.split()
+    return float(out[0]), float(out[1])
+
+
+def pp_split(k, buf: np.ndarray, w: int, off: int) -> tuple[float, float]:
+    from perfprobe.probes.layout.measure import _chain
+
+    positions = (np.arange(LINES) * 97 % LINES) * 64 + off
+    first = _chain(buf, positions)
+    k.throughput(buf.ctypes.data + off, 64, LINES, 1, w)
+    tp = k.throughput(buf.ctypes.data + off, 64, LINES, REPS, w) / (LINES * REPS)
+    return tp, k.latency(buf.ctypes.data, first, STEPS, w)[0] / STEPS
+
+
+def pp_page(k, buf: np.ndarray, w: int, at: int) -> tuple[float, float]:
+    from perfprobe.probes.layout.measure import _chain
+
+    positions = 4096 + at + 4096 * np.arange(4)
+    first = _chain(buf, positions)
+    addr = buf.ctypes.data + int(positions[0])
+    k.throughput(addr, 4096, 4, 1, w)
+    return k.throughput(addr, 4096, 4, 8192, w) / (4 * 8192), k.latency(buf.ctypes.data, first, STEPS, w)[0] / STEPS
+
+
+def pp_records(k, nbytes: int, fields: int, flush: np.ndarray | None, reps: int) -> tuple[float, float]:
+    n = nbytes // 8 // fields // 64 * 64
+    buf = np.ones(n * fields, dtype=np.int64)
+    out = []
+    for view, kernel in ((buf.reshape(n, fields), k.aos_sum), (buf.reshape(fields, n), k.soa_sum)):
+        kernel(view, 0, 1)
+        total = 0.0
+        for _ in range(reps):
+            if flush is not None:
+                k.flush(flush)
+            total += kernel(view, 0, 1)[0]
+        out.append(total / (reps * n))
+    return out[0], out[1]
+
+
+def main() -> int:
+    if not build():
+        return 0
+    from perfprobe.host import read_host_facts
+    from perfprobe.kernels import layout_kernels as k
+    from perfprobe.probes.layout import plan
+
+    host = read_host_facts(None)
+    l1, l2, llc = plan.cache_bytes(host, 1) // 2, plan.cache_bytes(host, 2) // 2, plan.last_level_bytes(host)
+    dram, flush_bytes = max(4 * llc, 64 << 20), plan.flush_bytes(host)
+    flush = np.ones(flush_bytes // 8, dtype=np.int64)
+    line_buf, page_buf = k.aligned_bytes((LINES + 2) * 64 + 4096), k.aligned_bytes(6 * 4096)
+    points = {}
+    for w in (8, 32):
+        points[f"split.{w}B.aligned"] = (("split", w, 0, LINES, REPS, STEPS), lambda w=w: pp_split(k, line_buf, w, 0))
+        points[f"split.{w}B.line"] = (("split", w, 60, LINES, REPS, STEPS), lambda w=w: pp_split(k, line_buf, w, 60))
+        points[f"page.{w}B.aligned"] = (("page", w, 0, 8192, STEPS), lambda w=w: pp_page(k, page_buf, w, 0))
+        points[f"page.{w}B.split"] = (("page", w, 4096 - w // 2, 8192, STEPS),
+                                      lambda w=w: pp_page(k, page_buf, w, 4096 - w // 2))
+    for name, size, fl in (("l1", l1, None), ("l2", l2, None), ("dram", dram, flush)):
+        reps = 1 if fl is not None else 200
+        for fields in (8, 16):
+            points[f"records.k{fields}.{name}"] = (("records", size, fields, flush_bytes if fl is not None else 0, reps),
+                                                   lambda s=size, f=fields, fl=fl, r=reps: pp_records(k, s, f, fl, r))
+    samples: dict = {p: {"c": [], "pp": []} for p in points}
+    for _ in range(REPEATS):
+        for p, (args, run) in points.items():
+            samples[p]["c"].append(c_pair(*args))
+            samples[p]["pp"].append(run())
+    med = {p: {side: tuple(statistics.median(x[i] for x in v) for i in (0, 1)) for side, v in s.items()}
+           for p, s in samples.items()}
+    return 0 if report(med) else 1
+
+
+def report(med: dict) -> bool:
+    print(f"median of {REPEATS} interleaved runs; columns: C, perfprobe, Δ")
+    ok = True
+    rows = []
+    for p, m in med.items():
+        labels = ("aos ns/rec", "soa ns/rec") if p.startswith("records") else ("tp ns/load", "latency ns")
+        rows += [(f"{p} {labels[i]}", m["c"][i], m["pp"][i], NS_TARGET) for i in (0, 1)]
+        if p.startswith("records"):
+            rows.append((f"{p} soa speed-up", m["c"][0] / m["c"][1], m["pp"][0] / m["pp"][1], RATIO_TARGET))
+    for w in (8, 32):
+        for kind, base in (("line", "split"), ("split", "page")):
+            a, s = med[f"{base}.{w}B.aligned"], med[f"{base}.{w}B.{kind}"]
+            for i, what in ((0, "throughput"), (1, "latency")):
+                rows.append((f"{base} penalty {w}B {what}", s["c"][i] / a["c"][i], s["pp"][i] / a["pp"][i], RATIO_TARGET))
+    for name, c, p, target in rows:
+        good = abs(p / c - 1) <= target
+        ok &= good
+        print(f"{name:40} {c:9.3f} {p:9.3f} {p / c - 1:+7.0%}  {'yes' if good else 'NO'}")
+    print(f"targets: ns within ±{NS_TARGET:.0%}, ratios within ±{RATIO_TARGET:.0%}: {'met' if ok else 'MISSED'}")
+    return ok
+
+
+if __name__ == "__main__":
+    sys.exit(main())
