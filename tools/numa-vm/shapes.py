@@ -20,6 +20,8 @@ CHECKS = {
     "bind-placement": "bind_to_node(B), then the harness's own syscalls: affinity, MPOL_BIND, pages on B",
     "cache-bind": "perfprobe cache --bind B --quick runs bound (binding verified in the report)",
     "bind-memory-only": "perfprobe numa --bind M (memory-only node) exits 2 with one line",
+    "bind-small-node": "cache --bind N --quick --max-size 256M (and all --quick --bind N) on each small "
+                       "node: runs within the node's memory or exits 2 with one line, never killed",
     "pytest-multinode": "pytest -m multinode (the project's multi-node tests) passes",
 }
 
@@ -123,6 +125,9 @@ SHAPES: tuple[Shape, ...] = (
           (Node(0, (0,), 1024), Node(1, (1,), 384), Node(2, (), 64, hidden=True), Node(3, (), 256)),
           {(0, 1): 21, (0, 2): 40, (0, 3): 17, (1, 2): 40, (1, 3): 28, (2, 3): 40}, 1,
           ("topology", "bind-placement", "bind-memory-only", "pytest-multinode")),
+    Shape("small-nodes", "node 1 of 128 MiB (too small to run bound), node 2 of 320 MiB (runs capped)",
+          (Node(0, (0,), 1024), Node(1, (1,), 128), Node(2, (2,), 320)),
+          {(0, 1): 21, (0, 2): 21, (1, 2): 21}, 1, ("topology", "bind-small-node")),
     _two_nodes("broken-membind", "negative: 2 nodes, set_mempolicy made a silent no-op",
                ("numa-bind", "bind-placement"), expect_fail=True,
                guest_env={"PERFPROBE_TEST_BREAK_MEMBIND": "1"}),

@@ -191,6 +191,44 @@ def check_bind_memory_only(g: Guest) -> Result:
     return not problems, "; ".join(problems) or f"exit 2: {lines[0]}"
 
 
+SMALL_NODE_MIB = 384  # the nodes check_bind_small_node binds to: smaller than a quarter of the host
+
+
+def check_bind_small_node(g: Guest) -> Result:
+    """--bind to a small node: the run fits the node's memory (budgets are the node's) or is refused
+    with one line, exit 2, before binding; a kill by the kernel (137, nothing said) is the bug."""
+    small = [n["id"] for n in g.nodes() if n["cpus"] and n["memory_mib"] <= SMALL_NODE_MIB]
+    problems, seen = [], []
+    for node in small:
+        runs = [("cache", "--bind", str(node), "--quick", "--max-size", "256M", "--repeats", "1", "--json")]
+        if node == min(small, key=lambda n: next(m["memory_mib"] for m in g.nodes() if m["id"] == n)):
+            runs += [("all", "--quick", "--bind", str(node), "--json")]  # the smallest only: TCG is slow
+        for args in runs:
+            proc = g.perfprobe(*args)
+            verdict, problem = _bound_or_refused(proc, node, g.cpus_of(node))
+            seen.append(f"{args[0]} --bind {node}: {verdict}")
+            if problem:
+                problems.append(f"{args[0]} --bind {node}: {problem}")
+    if not small:
+        problems.append(f"no CPU node of at most {SMALL_NODE_MIB} MiB in this shape")
+    return not problems, "; ".join(problems) or "; ".join(seen)
+
+
+def _bound_or_refused(proc: subprocess.CompletedProcess, node: int, cpus: list[int]) -> tuple[str, str]:
+    """(what happened, the problem or '') for one run bound to a small node."""
+    lines = [line for line in proc.stderr.splitlines() if line.strip()]
+    if proc.returncode == 2:
+        if len(lines) != 1 or proc.stdout.strip():
+            return "exit 2", f"exit 2 should print one stderr line and no stdout, got {lines[:3]}"
+        return f"exit 2: {lines[0]}", ""
+    if proc.returncode not in (0, 1):
+        return f"exit {proc.returncode}", f"exit {proc.returncode} (137: killed by the kernel): {last_lines(proc.stderr)}"
+    results = json.loads(proc.stdout)["results"]
+    problems = [p for r in results if r.get("probe") == "cache" for p in binding_problems(r, node, cpus)]
+    problems += [f"{r['probe']} error: {r.get('summary')}" for r in results if r.get("verdict") == "error"]
+    return f"ran bound (exit {proc.returncode})", "; ".join(problems)
+
+
 def check_pytest_multinode(g: Guest) -> Result:
     """The project's multinode-marked tests; their output goes to the console log either way."""
     files = sorted(str(p) for p in Path(g.project, "tests").glob("test_*.py")
@@ -226,6 +264,7 @@ CHECKS: dict[str, Callable[[Guest], Result]] = {
     "topology": check_topology, "numa-matrix": check_numa_matrix, "numa-bind": check_numa_bind,
     "bind-placement": check_bind_placement, "cache-bind": check_cache_bind,
     "bind-memory-only": check_bind_memory_only, "pytest-multinode": check_pytest_multinode,
+    "bind-small-node": check_bind_small_node,
 }
 
 
