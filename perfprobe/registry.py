@@ -16,6 +16,7 @@ PROBE_MODULES: dict[str, str] = {
     "pinned": "perfprobe.probes.pinned",
     "streams": "perfprobe.probes.streams",
     "uvm": "perfprobe.probes.uvm",
+    "gpumem": "perfprobe.probes.gpumem",
 }
 
 

@@ -1,0 +1,158 @@
+"""Pure readers of `perfprobe gpumem`'s raw numbers: what the rules and the tables both read.
+
+The theoretical DRAM peak is NVML's maximum memory clock x the bus width x 2 transfers per clock
+(HBM and GDDR are both double data rate as NVML reports their clock): an H200 reads 3201 MHz and
+6144 bits, 3201e6 x 2 x 6144 / 8 = 4917 GB/s (its datasheet says 4.8 TB/s). CUDA's own attributes
+are the fallback when NVML cannot say.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Mapping, Optional, TypedDict
+
+from perfprobe.probes.gpumem.plan import SATURATED
+
+Raw = Mapping[str, Any]
+DATA_RATE = 2
+DRAM_KINDS = ("read", "write", "copy", "d2d_memcpy")
+REASONS = {0x1: "GPU idle", 0x2: "applications clocks setting", 0x4: "software power cap",
+           0x8: "hardware slowdown", 0x10: "sync boost", 0x20: "software thermal slowdown",
+           0x40: "hardware thermal slowdown", 0x80: "hardware power brake", 0x100: "display clock setting"}
+SLOWING = 0x4 | 0x8 | 0x20 | 0x40 | 0x80  # reasons that hold clocks below what was asked
+
+
+class Peak(TypedDict):
+    gbs: float
+    mem_clock_mhz: float
+    bus_width_bits: int
+    source: str
+
+
+def peak(raw: Raw) -> Optional[Peak]:
+    """The theoretical DRAM bandwidth (GB/s) and what it came from, None when nothing says."""
+    interface = raw.get("memory_interface") or {}
+    nv = interface.get("nvml") or {}
+    if nv.get("mem_clock_max_mhz") and nv.get("bus_width_bits"):
+        return _peak(float(nv["mem_clock_max_mhz"]), int(nv["bus_width_bits"]),
+                     "NVML max memory clock x bus width x 2")
+    cuda = interface.get("cuda") or {}
+    if cuda.get("memory_clock_khz") and cuda.get("bus_width_bits"):
+        return _peak(float(cuda["memory_clock_khz"]) / 1e3, int(cuda["bus_width_bits"]),
+                     "CUDA memory clock x bus width x 2")
+    return None
+
+
+def _peak(clock_mhz: float, width_bits: int, source: str) -> Peak:
+    return {"gbs": clock_mhz * 1e6 * DATA_RATE * width_bits / 8 / 1e9, "mem_clock_mhz": clock_mhz,
+            "bus_width_bits": width_bits, "source": source}
+
+
+def dram_gbs(raw: Raw, kind: str) -> float:
+    """Median GB/s of one DRAM case (copies count the bytes read and the bytes written)."""
+    return float(raw["dram"][kind]["gbs"]["median"])
+
+
+def best_dram(raw: Raw) -> tuple[str, float]:
+    """The fastest of the read, write, copy kernels and cudaMemcpy: what this HBM delivers."""
+    kind = max(DRAM_KINDS, key=lambda k: dram_gbs(raw, k))
+    return kind, dram_gbs(raw, kind)
+
+
+def fraction_of_peak(raw: Raw) -> Optional[float]:
+    found = peak(raw)
+    return best_dram(raw)[1] / found["gbs"] if found else None
+
+
+def mem_clock_under_load(raw: Raw) -> Optional[float]:
+    state = raw.get("state_under_load") or {}
+    clock = state.get("mem_clock_mhz")
+    return float(clock) if clock else None
+
+
+def slowing_reasons(raw: Raw) -> tuple[str, int] | None:
+    """(when, reasons) of the first reading, under load or after, whose reasons slow the clocks."""
+    for when in ("state_under_load", "state_after"):
+        reasons = (raw.get(when) or {}).get("clock_event_reasons")
+        if reasons and int(reasons) & SLOWING:
+            return when, int(reasons)
+    return None
+
+
+def reason_words(reasons: int) -> str:
+    named = [text for bit, text in REASONS.items() if reasons & bit]
+    return ", ".join(named) or "none"
+
+
+def _case(raw: Raw, section: str, key: str, value: int) -> Mapping[str, Any]:
+    for entry in raw[section]["cases"]:
+        if int(entry[key]) == value and int(entry.get("offset", 0)) == 0:
+            found: Mapping[str, Any] = entry
+            return found
+    raise KeyError(f"{section}: no case with {key} {value}")
+
+
+def stride_gbs(raw: Raw, stride: int) -> float:
+    return float(_case(raw, "coalescing", "stride", stride)["gbs"]["median"])
+
+
+def coalesce_slowdown(raw: Raw, stride: int) -> float:
+    """Time per useful element at `stride` over the same at stride 1."""
+    return stride_gbs(raw, 1) / stride_gbs(raw, stride)
+
+
+def misaligned_slowdown(raw: Raw) -> float:
+    shifted = next(c for c in raw["coalescing"]["cases"] if int(c["offset"]) != 0)
+    return stride_gbs(raw, 1) / float(shifted["gbs"]["median"])
+
+
+def smem_ms(raw: Raw, stride: int) -> float:
+    return float(_case(raw, "shared", "stride", stride)["ms"]["median"])
+
+
+def bank_slowdown(raw: Raw, ways: int) -> float:
+    """A stride of `ways` words puts `ways` lanes on one bank (for ways a power of two up to 32)."""
+    return smem_ms(raw, ways) / smem_ms(raw, 1)
+
+
+def padded_speedup(raw: Raw) -> float:
+    """A column of a [32][32] tile (stride 32) against a column of a [32][33] tile (stride 33)."""
+    return smem_ms(raw, 32) / smem_ms(raw, 33)
+
+
+def occupancy_points(raw: Raw, series: str) -> list[tuple[int, float]]:
+    return [(int(p["warps_per_sm"]), float(p["gbs"]["median"])) for p in raw["occupancy"]["series"][series]]
+
+
+def warps_to_saturate(raw: Raw, series: str = "serial") -> tuple[int, float, float]:
+    """(fewest warps per SM reaching SATURATED of the sweep's best, their GB/s, the best GB/s)."""
+    points = occupancy_points(raw, series)
+    best = max(gbs for _w, gbs in points)
+    warps, gbs = next((w, g) for w, g in points if g >= SATURATED * best)
+    return warps, gbs, best
+
+
+def max_warps(raw: Raw) -> int:
+    threads = (raw.get("device") or {}).get("max_threads_per_sm") or 2048
+    return int(threads) // 32
+
+
+def transpose_ms(raw: Raw, kind: str) -> float:
+    return float(raw["transpose"][kind]["ms"]["median"])
+
+
+def transpose_speedup(raw: Raw, kind: str = "padded") -> float:
+    return transpose_ms(raw, "naive") / transpose_ms(raw, kind)
+
+
+def divergence_slowdown(raw: Raw) -> float:
+    div = raw["divergence"]
+    return float(div["divergent"]["ms"]["median"]) / float(div["split"]["ms"]["median"])
+
+
+def failed_checks(raw: Raw) -> list[str]:
+    """Every kernel whose result did not check out."""
+    failed = [f"dram {name}" for name, ok in (raw["dram"].get("verified") or {}).items() if not ok]
+    failed += [f"transpose {k}" for k in ("naive", "tiled", "padded") if not raw["transpose"][k].get("verified", True)]
+    if not raw["divergence"].get("verified", True):
+        failed.append("divergence")
+    return failed
