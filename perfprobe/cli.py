@@ -183,6 +183,7 @@ def _gpu_command(name: str, doc: str, min_size: int) -> None:
 _gpu_command("pinned", "Host-GPU copies: pageable against pinned, link rate, blocking, pinning cost.", 64 << 10)
 _gpu_command("streams", "Copy/compute overlap across CUDA streams: chunks x streams against the ideal.", 4 << 20)
 _gpu_command("uvm", "Unified memory: on-demand migration, prefetch, advice, zero-copy.", 1 << 20)
+_gpu_command("gpumem", "Inside the GPU: DRAM bandwidth against its peak, coalescing, banks, occupancy, tiling.", 16 << 20)
 
 from perfprobe.fleet.commands import register as _register_fleet  # noqa: E402 - compare, fleet, healthcheck
 
