@@ -123,9 +123,12 @@ def test_a_plain_loop_that_skips_memory_warns():
     assert "unreliable" in messages(judge(make_raw(plain_ok=False), HOST_64))
 
 
-def test_a_busy_host_warns_that_figures_are_unreliable():
-    result = judge(make_raw(disturbed=2), HOST_64)
-    assert "other work took these CPUs" in messages(result)
+def test_a_busy_host_is_named_and_its_timing_warns_held_back():
+    result = judge(make_raw(atomic=[30, 30, 30, 25, 7.4, 7.3], disturbed=2), HOST_64)
+    assert result.verdict is Verdict.PASS
+    assert "other work took these CPUs during 40%" in messages(result)
+    assert "held back (other work took these CPUs during 40% of the timed runs): false sharing reaches 128 B" \
+        in messages(result)
     assert result.metrics["disturbed_runs_fraction"].value == pytest.approx(0.4)
 
 
@@ -158,16 +161,41 @@ def test_busy_kvm_recording_gives_64_bytes_and_says_the_host_was_busy():
     m = result.metrics
     assert m["destructive_distance_bytes"].value == 64 and m["recommended_padding_bytes"].value == 64
     assert m["slowdown.atomic.8B"].value >= 2  # the done-when: 8 B costs at least twice 256 B
-    assert result.verdict is Verdict.WARN and "other work took these CPUs" in messages(result)
+    assert result.verdict is Verdict.PASS and "other work took these CPUs during 23%" in messages(result)
 
 
-def test_replay_through_the_cli_exits_1_on_the_busy_warning(capsys):
+@pytest.mark.parametrize("name", ["falseshare_h200_quick_r1", "falseshare_h200_quick_r2"])
+def test_the_h200_runs_that_warned_now_pass_on_their_fastest_repeats(name):
+    """Issue 12, real: on the H200's 16-vCPU guest r1 warned 'padded counters do not scale' (45%)
+    and r2 'false sharing reaches 256 B' from bimodal medians; the fastest repeats say 64 B, ~85%."""
+    recording = json.loads((DATA / f"{name}.json").read_text())
+    result = judge(recording["raw"]["falseshare"], recording["host"])
+    assert result.verdict is Verdict.PASS, messages(result)
+    assert result.metrics["destructive_distance_bytes"].value == 64
+    assert result.metrics["scaling_efficiency.atomic"].value >= 0.8
+
+
+def test_the_busy_zen4_run_holds_its_timing_warns_back_and_names_the_load():
+    recording = json.loads((DATA / "falseshare_zen4_busy_synthetic.json").read_text())
+    result = judge(recording["raw"]["falseshare"], recording["host"])
+    assert result.verdict is Verdict.PASS
+    assert "held back (other work took these CPUs during 36% of the timed runs): false sharing reaches 256 B" \
+        in messages(result)
+
+
+def test_a_warn_carries_the_keys_it_is_confirmed_on():
+    warned = [f for f in judge(make_raw(atomic=[30, 30, 30, 25, 7.4, 7.3]), HOST_64).findings
+              if f.verdict is Verdict.WARN]
+    assert [(f.confirm, f.figure) for f in warned] == [(("atomic", "distance"), 128)]
+
+
+def test_replay_through_the_cli_exits_0_on_a_busy_host(capsys):
     from perfprobe import cli
 
     with pytest.raises(SystemExit) as exit_info:
         cli.main(["falseshare", "--replay", str(DATA / "falseshare_kvm_2cpu_busy.json"), "--json"])
     report = json.loads(capsys.readouterr().out)
-    assert exit_info.value.code == 1 and report["results"][0]["verdict"] == "warn"
+    assert exit_info.value.code == 0 and report["results"][0]["verdict"] == "pass"
     assert report["results"][0]["metrics"]["destructive_distance_bytes"]["value"] == 64
     jsonschema = pytest.importorskip("jsonschema")
     jsonschema.validate(report, load_schema())

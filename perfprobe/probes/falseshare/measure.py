@@ -58,10 +58,12 @@ def measure(ctx: ProbeContext) -> dict[str, Any]:
 
 
 def _time_cases(ctx: ProbeContext, kernels: Any, cases: Sequence[Case], settings: Settings,
-                iterations: int | None) -> list[dict[str, Any]]:
-    """Warm up and size each case, then run the repeats round-robin so drift hits all alike."""
+                iterations: int | None, sized: Sequence[int] | None = None) -> list[dict[str, Any]]:
+    """Warm up and size each case (or take `sized` iteration counts), then run the repeats
+    round-robin so drift hits all alike."""
     with ctx.progress("false sharing: warm-up", len(cases)) as task:
-        iters = [iterations or _size_run(kernels, c, settings.run_ms, task.advance) for c in cases]
+        iters = list(sized) if sized else [iterations or _size_run(kernels, c, settings.run_ms, task.advance)
+                                           for c in cases]
     samples: list[list[float]] = [[] for _ in cases]
     disturbed = [0] * len(cases)
     with ctx.progress("false sharing", settings.repeats * len(cases)) as task:
@@ -110,3 +112,20 @@ def _pingpong(ctx: ProbeContext, kernels: Any, order: Sequence[int], settings: S
                         "one_way_ns": summarize([r.span_ns / rounds / 2 for r in runs])})
             task.advance()
     return {"cpus": cpus, "sampled": sampled, "usable": len(order), "pairs": out}
+
+
+def remeasure(ctx: ProbeContext, raw: dict[str, Any], keys: tuple[str, ...]) -> dict[str, Any]:
+    """Confirmation (perfprobe/confirm.py): re-time only what the timing warns rest on — the atomic
+    cases at the most threads (every spacing and true sharing) and the one-thread padded case — and
+    return `raw` with those cases replaced (same CPUs and iteration counts as the first run)."""
+    from perfprobe.kernels import falseshare_kernels as kernels
+
+    threads = int(raw["threads"])
+    again = [c for c in raw["cases"] if c["kind"] == "atomic" and c["threads"] in (threads, 1)]
+    cases = [Case(c["kind"], tuple(c["cpus"]), int(c["spacing_bytes"])) for c in again]
+    settings = ctx.config.preset(PRESETS)
+    timed = _time_cases(ctx, kernels, cases, settings, None, [int(c["iterations"]) for c in again])
+    fresh = {(c["kind"], c["threads"], c["spacing_bytes"]): c for c in timed}
+    out = dict(raw)
+    out["cases"] = [fresh.get((c["kind"], c["threads"], c["spacing_bytes"]), c) for c in raw["cases"]]
+    return out

@@ -9,7 +9,10 @@ Rules (documented in docs/probes/falseshare.md), in the order of RULES:
 - scaling: padded counters with T threads must each run at >= 80% of one thread's speed (atomic
   updates), else warn.
 - the plain loop must be shown to touch memory on every iteration, else warn.
-- busy host: more than 20% of the kept runs had a thread preempted (after retries): warn.
+- busy host: more than 20% of the kept runs had a thread preempted (after retries): a note naming
+  the load, and the timing warns above (distance, contention, scaling) are held back as notes.
+Timing warns carry confirm=("atomic",): the runner re-measures the atomic sweep before issuing them.
+Distance and scaling read the fastest repeat of each case (figures.fastest).
 """
 
 from __future__ import annotations
@@ -32,7 +35,9 @@ from perfprobe.probes.falseshare.figures import (
 
 NO_CONTENTION = 1.5      # slowdown below this at 8 B and for true sharing: no interference seen
 MIN_EFFICIENCY = 0.80    # padded counters: per-thread speed with T threads vs one thread alone
-MAX_DISTURBED = 0.20     # share of kept runs in which a thread was preempted, above which: warn
+MAX_DISTURBED = 0.20     # share of kept runs in which a thread was preempted, above which: busy
+CONFIRM = ("atomic",)    # what measure.remeasure re-times: the atomic sweep and the one-thread case
+LOAD_SENSITIVE = ("rule_distance", "rule_contention", "rule_scaling")  # what other work can produce
 
 Rule = Callable[[FalseshareRaw, Facts], list[Finding]]
 
@@ -65,9 +70,11 @@ def rule_distance(raw: FalseshareRaw, host: Facts) -> list[Finding]:
     if distance > line:
         return [Finding(Verdict.WARN, f"false sharing reaches {distance} B, beyond the {line}-byte line{reach}: "
                         "padding to the line is not enough here (adjacent-line prefetch pairs lines)",
-                        f"pad per-thread data to {pad} B, not {line}. {code}")]
+                        f"pad per-thread data to {pad} B, not {line}. {code}", confirm=CONFIRM + ("distance",),
+                        figure=distance)]
     return [Finding(Verdict.PASS, f"counters {distance} B or more apart do not interfere; "
-                    f"the {line}-byte line is the padding to use", f"pad per-thread data to {pad} B. {code}")]
+                    f"the {line}-byte line is the padding to use", f"pad per-thread data to {pad} B. {code}",
+                    confirm=CONFIRM + ("distance",), figure=distance)]
 
 
 def rule_contention(raw: FalseshareRaw, host: Facts) -> list[Finding]:
@@ -77,11 +84,12 @@ def rule_contention(raw: FalseshareRaw, host: Facts) -> list[Finding]:
     shared = case(raw, "atomic", raw["threads"], 0)
     true = median(shared) / atomic[max(atomic)] if shared else narrow
     if narrow >= NO_CONTENTION or true >= NO_CONTENTION:
-        return []
+        return [Finding(Verdict.PASS, f"the threads contended: {min(atomic)} B costs {narrow:.2f}x the widest "
+                        "spacing", confirm=CONFIRM + ("contention",), figure=narrow)]
     return [Finding(Verdict.WARN, f"no false sharing measured: {min(atomic)} B costs {narrow:.2f}x and "
                     f"one shared counter {true:.2f}x the widest spacing, so the threads hardly contended",
                     "the distance is not meaningful here: the CPUs may be SMT siblings or time-shared "
-                    "by a hypervisor; rerun on dedicated cores")]
+                    "by a hypervisor; rerun on dedicated cores", confirm=CONFIRM + ("contention",), figure=narrow)]
 
 
 def rule_scaling(raw: FalseshareRaw, host: Facts) -> list[Finding]:
@@ -91,14 +99,15 @@ def rule_scaling(raw: FalseshareRaw, host: Facts) -> list[Finding]:
     eff = efficiency(raw, "atomic")
     if eff is None:
         return []
+    keys = CONFIRM + ("scaling",)
     if eff >= MIN_EFFICIENCY:
         return [Finding(Verdict.PASS, f"padded counters scale: {threads} threads each keep {eff:.0%} "
-                        "of one thread's speed (atomic updates)")]
+                        "of one thread's speed (atomic updates, fastest repeats)", confirm=keys, figure=eff)]
     why = (f"SMT siblings share a core here ({smt})" if smt else
            "the CPUs may be hyperthreads or time-shared in a VM, or other work is running")
     return [Finding(Verdict.WARN, f"padded counters do not scale: with {threads} threads each atomic update "
-                    f"runs at {eff:.0%} of one thread's speed",
-                    f"{why}; expect parallel per-thread counters to scale no better")]
+                    f"runs at {eff:.0%} of one thread's speed (fastest repeats)",
+                    f"{why}; expect parallel per-thread counters to scale no better", confirm=keys, figure=eff)]
 
 
 def rule_plain_check(raw: FalseshareRaw, host: Facts) -> list[Finding]:
@@ -110,13 +119,18 @@ def rule_plain_check(raw: FalseshareRaw, host: Facts) -> list[Finding]:
                     "report this with `perfprobe falseshare --json` output")]
 
 
+def busy(raw: FalseshareRaw) -> bool:
+    return disturbed_fraction(raw) > MAX_DISTURBED
+
+
 def rule_busy(raw: FalseshareRaw, host: Facts) -> list[Finding]:
-    """Other work preempting the threads in too many kept runs makes every figure doubtful."""
-    share = disturbed_fraction(raw)
-    if share <= MAX_DISTURBED:
+    """Other work preempting the threads in too many kept runs: named, with the load, as a note (a
+    busy host is not a fault of the host); `findings` holds back what that load can produce."""
+    if not busy(raw):
         return []
-    return [Finding(Verdict.WARN, f"other work took these CPUs during {share:.0%} of the timed runs "
-                    "(even after retries): the figures are unreliable",
+    return [Finding(Verdict.PASS, f"other work took these CPUs during {disturbed_fraction(raw):.0%} of the "
+                    "timed runs (even after retries): figures are this host's under that load, and "
+                    "the timing warns it can produce are held back",
                     "rerun on an idle host (stop other jobs; in a VM, ask for dedicated vCPUs)")]
 
 
@@ -124,7 +138,17 @@ RULES: tuple[Rule, ...] = (rule_placement, rule_distance, rule_contention, rule_
                            rule_busy)
 
 
+def held_back(finding: Finding, share: float) -> Finding:
+    """A warn other work on the CPUs can produce, reported as a note with the load figure."""
+    if finding.verdict is not Verdict.WARN:
+        return finding
+    return Finding(Verdict.PASS, f"held back (other work took these CPUs during {share:.0%} of the timed "
+                   f"runs): {finding.message}", finding.advice, figure=finding.figure)
+
+
 def findings(raw: Mapping[str, Any], host: Facts) -> tuple[Finding, ...]:
-    """Every rule's findings, in rule order."""
+    """Every rule's findings, in rule order; on a busy host the load-sensitive warns held back."""
     numbers = typed(raw)
-    return tuple(f for rule in RULES for f in rule(numbers, host))
+    loaded, share = busy(numbers), disturbed_fraction(numbers)
+    return tuple(held_back(f, share) if loaded and rule.__name__ in LOAD_SENSITIVE else f
+                 for rule in RULES for f in rule(numbers, host))
