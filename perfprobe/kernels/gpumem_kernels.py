@@ -105,20 +105,25 @@ extern "C" __global__ void NAME(const float* __restrict__ in, float* __restrict_
 PERFPROBE_TILED(transpose_tiled, 32)
 PERFPROBE_TILED(transpose_padded, 33)
 
-// Two paths of equal cost; mode 0 picks by lane parity (both paths run in every warp), mode 1 by
+extern "C" __global__ void iota(float* __restrict__ a, long long n) {
+    long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+    for (long long step = (long long)gridDim.x * blockDim.x; i < n; i += step) a[i] = (float)i;
+}
+
+// Two paths of equal cost (fixed points 0.2 and 0.5, so the two results differ); mode 0 picks by lane parity (both paths run in every warp), mode 1 by
 // warp parity (each warp runs one path).
 extern "C" __global__ void diverge(float* __restrict__ out, int iters, int mode) {
     int t = blockIdx.x * blockDim.x + threadIdx.x;
     int pick = mode == 0 ? (threadIdx.x & 1) : ((t >> 5) & 1);
-    float x = 0.5f;
-    if (pick) { for (int k = 0; k < iters; ++k) x = fmaf(x, 0.999f, 0.0005f); }
+    float x = 0.3f;
+    if (pick) { for (int k = 0; k < iters; ++k) x = fmaf(x, 0.999f, 0.0002f); }
     else      { for (int k = 0; k < iters; ++k) x = fmaf(x, -x, 0.75f); }
     out[t] = x;
 }
 """
 
 NAMES = ("read_f4", "read_f4_serial", "write_f4", "copy_f4", "strided_read", "smem_stride",
-         "transpose_naive", "transpose_tiled", "transpose_padded", "diverge")
+         "transpose_naive", "transpose_tiled", "transpose_padded", "diverge", "iota")
 
 # cudaDeviceAttr values (driver_types.h), read through cudaDeviceGetAttribute.
 ATTRIBUTES = {"memory_clock_khz": 36, "bus_width_bits": 37, "l2_bytes": 38, "max_threads_per_sm": 39,
@@ -197,13 +202,27 @@ def busy_reads(cupy: ModuleType, kernel: Any, grid: int, block: int, a: Any, n4:
     return stream
 
 
-def iota(cupy: ModuleType, array: Any) -> None:
-    """array[i] = i in place (no temporary the size of the array)."""
-    cupy.ElementwiseKernel("", "float32 y", "y = (float)i", "perfprobe_iota")(array)
+def iota(kernels: dict[str, Any], array: Any, blocks: int) -> None:
+    """array[i] = float(i) in place, by the module's own kernel (no cupy kernel to compile)."""
+    kernels["iota"]((blocks,), (256,), (array, np.int64(array.size)))
 
 
-def sample_equals(cupy: ModuleType, array: Any, expected: Any, samples: int = 4096) -> bool:
-    """Whether `samples` evenly spread elements of `array` equal `expected` (scalar or array)."""
-    index = cupy.linspace(0, array.size - 1, min(samples, array.size)).astype(cupy.int64)
-    want = expected[index] if hasattr(expected, "shape") and expected.shape else expected
-    return bool(cupy.all(array[index] == want))
+def zero(cupy: ModuleType, array: Any) -> None:
+    """Every byte of `array` zero (cudaMemset: no cupy kernel to compile)."""
+    cupy.cuda.runtime.memset(array.data.ptr, 0, array.nbytes)
+
+
+def chunks_equal(array: Any, expected: Callable[[int, int], np.ndarray], chunks: int = 8, width: int = 4096) -> bool:
+    """Whether `chunks` contiguous runs of `width` elements spread over `array` equal
+    expected(lo, hi): copied back by plain memcpy, compared on the host."""
+    size = int(array.size)
+    width = min(width, size)
+    for lo in np.linspace(0, size - width, chunks).astype(np.int64):
+        lo = int(lo)
+        if not np.array_equal(array[lo:lo + width].get(), expected(lo, lo + width)):
+            return False
+    return True
+
+
+def constant(value: float) -> Callable[[int, int], np.ndarray]:
+    return lambda lo, hi: np.full(hi - lo, value, dtype=np.float32)

@@ -14,12 +14,12 @@ status=0
 nvidia-smi --query-gpu=name,driver_version,clocks.max.memory,clocks.max.sm,clocks.mem,clocks.sm,memory.used,memory.total \
     --format=csv >"$OUT/nvidia_smi.csv" 2>&1
 cat "$OUT/nvidia_smi.csv"
-t0=$(date +%s.%N)
+t0=$(date +%s%N)
 "$PY" -m perfprobe gpumem --quick --device all --require-gpu --json --record "$OUT/gpumem_quick.rec.json" \
     >"$OUT/gpumem_quick.json" 2>"$OUT/log.txt"
 code=$?
-t1=$(date +%s.%N)
-echo "gpumem --quick --device all: exit $code, wall $(echo "$t1 - $t0" | bc) s"
+t1=$(date +%s%N)
+echo "gpumem --quick --device all: exit $code, wall $(( (t1 - t0) / 1000000 )) ms"
 [ "$code" -gt 1 ] && { status=1; tail -30 "$OUT/log.txt"; }
 "$PY" bench/bench_gpumem.py --out "$OUT/bench" >"$OUT/bench.txt" 2>&1 || status=1
 cat "$OUT/bench.txt"

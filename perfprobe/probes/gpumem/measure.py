@@ -46,20 +46,27 @@ def _measure_device(cupy: Any, device: int, size: int, preset: Preset, ctx: Prob
                                  "cuda": {"bus_width_bits": attrs["bus_width_bits"],
                                           "memory_clock_khz": attrs["memory_clock_khz"]}},
             "quick": ctx.quick, "activity_before": session.activity(), "state_before": session.state()}
+        clock = time.perf_counter()
         kernels = gk.compile_kernels(cupy)
+        phases = {"compile": time.perf_counter() - clock}
         bufs = {"a": buffers.device_array(size // 4, np.float32), "b": buffers.device_array(size // 4, np.float32),
                 "sink": buffers.device_array(1, np.float32)}
         shape = {"sms": int(props["multiprocessors"]), "blocks": plan.grid_blocks(props["multiprocessors"],
                                                                                    attrs["max_threads_per_sm"])}
         with ctx.progress("gpumem: bandwidth, strides, banks, warps, tiles", 6) as task:
+            clock = time.perf_counter()
             raw["dram"] = _dram(cupy, kernels, bufs, shape, preset)
             raw["state_under_load"] = _state_under_load(cupy, session, kernels, bufs, shape, raw["dram"])
+            phases["dram"] = time.perf_counter() - clock
             task.advance()
             for key, step in (("coalescing", _coalescing), ("shared", _shared), ("occupancy", _occupancy),
                               ("transpose", _transpose), ("divergence", _divergence)):
+                clock = time.perf_counter()
                 raw[key] = step(cupy, kernels, bufs, shape, preset, attrs)
+                phases[key] = time.perf_counter() - clock
                 task.advance()
         raw["state_after"] = session.state()
+        raw["phase_s"] = phases
         return raw
     finally:
         buffers.close()
@@ -79,12 +86,12 @@ def _dram(cupy: Any, k: dict[str, Any], bufs: dict[str, Any], shape: dict[str, i
     for name, launch, moved in runs:
         out[name] = gk.case(gk.time_ms(cupy, launch, preset.warmup, preset.repeats), moved)
         if name == "write":
-            checks["write"] = gk.sample_equals(cupy, a, 1.0)
-    checks["copy"] = gk.sample_equals(cupy, b, 1.0)
-    b.fill(0)
+            checks["write"] = gk.chunks_equal(a, gk.constant(1.0))
+    checks["copy"] = gk.chunks_equal(b, gk.constant(1.0))
+    gk.zero(cupy, b)
     memcpy = gk.memcpy_launcher(cupy, b.data.ptr, a.data.ptr, nbytes)
     out["d2d_memcpy"] = gk.case(gk.time_ms(cupy, memcpy, preset.warmup, preset.repeats), 2 * nbytes)
-    checks["d2d_memcpy"] = gk.sample_equals(cupy, b, 1.0)
+    checks["d2d_memcpy"] = gk.chunks_equal(b, gk.constant(1.0))
     checks["read_sink_untouched"] = float(sink.get()[0]) != -1.0
     out["verified"] = checks
     return out
@@ -151,17 +158,23 @@ def _transpose(cupy: Any, k: dict[str, Any], bufs: dict[str, Any], shape: dict[s
     """Naive, tiled [32][32] and padded [32][33] transposes of an n x n float matrix, each checked."""
     n = plan.transpose_n(bufs["a"].nbytes)
     src, dst = bufs["a"][: n * n], bufs["b"][: n * n]
-    gk.iota(cupy, src)
+    gk.iota(k, src, shape["blocks"])
     grid, block = (n // gk.TILE, n // gk.TILE), (gk.TILE, gk.TILE_ROWS)
-    rng = cupy.random.default_rng(7)
-    rows, cols = rng.integers(0, n, 4096), rng.integers(0, n, 4096)
     out: dict[str, Any] = {"n": n, "bytes": 2 * n * n * 4}
     for name in ("naive", "tiled", "padded"):
-        dst.fill(-1)
+        gk.zero(cupy, dst)
         launch = gk.launcher(k[f"transpose_{name}"], grid, block, (src, dst, np.int32(n)))
         out[name] = gk.case(gk.time_ms(cupy, launch, preset.warmup, preset.repeats), 2 * n * n * 4)
-        out[name]["verified"] = bool(cupy.all(dst[cols * n + rows] == src[rows * n + cols]))
+        out[name]["verified"] = gk.chunks_equal(dst, _transposed(n))
     return out
+
+
+def _transposed(n: int) -> Any:
+    """What dst[lo:hi] holds once src[i] = i is transposed: dst[c * n + r] = r * n + c."""
+    def expected(lo: int, hi: int) -> np.ndarray:
+        flat = np.arange(lo, hi, dtype=np.int64)
+        return ((flat % n) * n + flat // n).astype(np.float32)
+    return expected
 
 
 def _divergence(cupy: Any, k: dict[str, Any], bufs: dict[str, Any], shape: dict[str, int], preset: Preset,
@@ -175,7 +188,8 @@ def _divergence(cupy: Any, k: dict[str, Any], bufs: dict[str, Any], shape: dict[
         launch = gk.launcher(k["diverge"], (shape["blocks"],), (plan.BLOCK,),
                              (out_buf, np.int32(plan.DIVERGE_ITERS), np.int32(mode)))
         results[name] = gk.case(gk.time_ms(cupy, launch, preset.warmup, preset.repeats), 0)
-        values, count = np.unique(cupy.asnumpy(out_buf), return_counts=True)
+        values, count = np.unique(out_buf.get(), return_counts=True)
         counts.append((values.tolist(), count.tolist()))
+    results["values"] = counts
     results["verified"] = counts[0] == counts[1] and len(counts[0][0]) == 2
     return results
