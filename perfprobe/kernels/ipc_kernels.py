@@ -1,0 +1,389 @@
+"""IPC kernels: ping-pong and one-way streams over file descriptors and a shared-memory ring.
+
+Only numbers come out of here. The hot loops are numba nopython code that calls libc itself, so a
+figure is the transport's cost, never the interpreter's:
+- libc's read/write/send/recv/syscall(SYS_futex)/__errno_location are declared as external symbols
+  in the kernel's LLVM module (the way compiled.now_ns calls clock_gettime) rather than called
+  through ctypes function pointers: numba refuses to cache a kernel that holds a ctypes pointer
+  ("uses dynamic globals"), and compiling every kernel anew in both processes on every run would
+  cost seconds. The symbols resolve against the process's own libc when the kernel is loaded.
+- The ring's head and tail are int64 words in a shared mapping, read and written with LLVM atomic
+  loads and stores (seq_cst), so the compiler can neither hoist a load out of a spin loop nor
+  reorder the data copy around the publish, on x86 and Arm alike.
+
+Every kernel takes a deadline (CLOCK_MONOTONIC ns) or relies on a socket timeout, and every wait
+re-reads the shared abort word, so no wait outlasts a dead peer: a kernel returns an error code
+(an errno, EOF, TIMEOUT or ABORTED), never hangs. A signal (Ctrl-C) interrupts a blocking system
+call with EINTR, returned as such, so Python raises KeyboardInterrupt as soon as the kernel returns.
+"""
+
+# numba intrinsics are called with fewer arguments than they are defined with (numba passes typingctx):
+# mypy: disable-error-code="call-arg,var-annotated"
+from __future__ import annotations
+
+import platform
+
+import numpy as np
+from llvmlite import ir
+from numba import njit, types
+from numba.core import cgutils
+from numba.extending import intrinsic
+
+from perfprobe.kernels.compiled import now_ns
+
+_I64, _I32 = ir.IntType(64), ir.IntType(32)
+_PTR = ir.IntType(8).as_pointer()
+
+EOF, TIMEOUT, ABORTED = -1, -2, -3          # kernel error codes besides a positive errno
+EINTR, EAGAIN = 4, 11
+SYS_FUTEX = {"x86_64": 202, "aarch64": 98, "ppc64le": 221, "s390x": 238}.get(platform.machine(), 202)
+FUTEX_WAIT, FUTEX_WAKE = 0, 1               # shared (not _PRIVATE): the word is in a shared mapping
+SPIN, FUTEX, EVENTFD = 0, 1, 2              # how a ring waiter waits
+# The control words, in int64 units, each on its own 64-byte line (ring r's words at RING_WORDS*(r+1)).
+ABORT = 0
+HEAD, TAIL, CONSUMER_WAITS, PRODUCER_WAITS = 0, 8, 16, 24
+RING_WORDS = 32
+CTL_WORDS = RING_WORDS * 3
+CHECK_EVERY = 1024                          # spins between reads of the clock and the abort word
+FUTEX_SLICE_NS = 50_000_000                 # a futex wait returns at least this often to re-check
+
+
+def _extern(builder, name, ret, args, var_arg=False):
+    return cgutils.get_or_insert_function(builder.module, ir.FunctionType(ret, args, var_arg=var_arg), name)
+
+
+@intrinsic
+def c_read(typingctx, fd, addr, n):
+    """read(fd, (void*)addr, n) -> ssize_t."""
+    def codegen(context, builder, sig, args):
+        fn = _extern(builder, "read", _I64, [_I32, _PTR, _I64])
+        return builder.call(fn, [builder.trunc(args[0], _I32), builder.inttoptr(args[1], _PTR), args[2]])
+    return types.int64(types.int64, types.int64, types.int64), codegen
+
+
+@intrinsic
+def c_write(typingctx, fd, addr, n):
+    """write(fd, (const void*)addr, n) -> ssize_t."""
+    def codegen(context, builder, sig, args):
+        fn = _extern(builder, "write", _I64, [_I32, _PTR, _I64])
+        return builder.call(fn, [builder.trunc(args[0], _I32), builder.inttoptr(args[1], _PTR), args[2]])
+    return types.int64(types.int64, types.int64, types.int64), codegen
+
+
+@intrinsic
+def c_send(typingctx, fd, addr, n):
+    """send(fd, addr, n, MSG_NOSIGNAL): a closed peer is EPIPE, not SIGPIPE."""
+    def codegen(context, builder, sig, args):
+        fn = _extern(builder, "send", _I64, [_I32, _PTR, _I64, _I32])
+        return builder.call(fn, [builder.trunc(args[0], _I32), builder.inttoptr(args[1], _PTR), args[2],
+                                 ir.Constant(_I32, 0x4000)])
+    return types.int64(types.int64, types.int64, types.int64), codegen
+
+
+@intrinsic
+def c_recv(typingctx, fd, addr, n):
+    """recv(fd, addr, n, 0)."""
+    def codegen(context, builder, sig, args):
+        fn = _extern(builder, "recv", _I64, [_I32, _PTR, _I64, _I32])
+        return builder.call(fn, [builder.trunc(args[0], _I32), builder.inttoptr(args[1], _PTR), args[2],
+                                 ir.Constant(_I32, 0)])
+    return types.int64(types.int64, types.int64, types.int64), codegen
+
+
+@intrinsic
+def c_futex(typingctx, addr, op, val, timeout_ns):
+    """syscall(SYS_futex, addr, op, val, &timespec or NULL, NULL, 0); timeout_ns < 0: none."""
+    def codegen(context, builder, sig, args):
+        fn = _extern(builder, "syscall", _I64, [_I64], var_arg=True)
+        ts_type = ir.ArrayType(_I64, 2)
+        ts = cgutils.alloca_once(builder, ts_type)
+        zero, billion = ir.Constant(_I32, 0), ir.Constant(_I64, 1_000_000_000)
+        builder.store(builder.sdiv(args[3], billion), builder.gep(ts, [zero, zero]))
+        builder.store(builder.srem(args[3], billion), builder.gep(ts, [zero, ir.Constant(_I32, 1)]))
+        has_timeout = builder.icmp_signed(">=", args[3], ir.Constant(_I64, 0))
+        ts_arg = builder.select(has_timeout, builder.ptrtoint(ts, _I64), ir.Constant(_I64, 0))
+        call_args = [ir.Constant(_I64, SYS_FUTEX), args[0], args[1], builder.trunc(args[2], _I32), ts_arg,
+                     ir.Constant(_I64, 0), ir.Constant(_I64, 0)]
+        return builder.call(fn, call_args)
+    return types.int64(types.int64, types.int64, types.int64, types.int64), codegen
+
+
+@intrinsic
+def c_errno(typingctx):
+    """The calling thread's errno."""
+    def codegen(context, builder, sig, args):
+        fn = _extern(builder, "__errno_location", _I32.as_pointer(), [])
+        return builder.sext(builder.load(builder.call(fn, [])), _I64)
+    return types.int64(), codegen
+
+
+@intrinsic
+def load(typingctx, arr, idx):
+    """An atomic (seq_cst) load of int64 arr[idx]: never hoisted out of a loop."""
+    def codegen(context, builder, sig, args):
+        ary = context.make_array(sig.args[0])(context, builder, args[0])
+        ptr = cgutils.get_item_pointer(context, builder, sig.args[0], ary, [args[1]])
+        return builder.load_atomic(ptr, "seq_cst", 8)
+    return types.int64(arr, idx), codegen
+
+
+@intrinsic
+def store(typingctx, arr, idx, value):
+    """An atomic (seq_cst) store of value to int64 arr[idx]: the copy before it is visible first."""
+    def codegen(context, builder, sig, args):
+        ary = context.make_array(sig.args[0])(context, builder, args[0])
+        ptr = cgutils.get_item_pointer(context, builder, sig.args[0], ary, [args[1]])
+        builder.store_atomic(args[2], ptr, "seq_cst", 8)
+        return context.get_dummy_value()
+    return types.none(arr, idx, value), codegen
+
+
+@njit(cache=True, nogil=True)
+def _error(ret: int) -> int:
+    """A positive errno, or EOF for a zero-length read."""
+    return EOF if ret == 0 else c_errno()
+
+
+@njit(cache=True, nogil=True)
+def fd_send(fd: int, addr: int, n: int, sock: bool) -> int:
+    """Send n bytes whole (a stream may take them in parts); 0 or an error code."""
+    done = 0
+    while done < n:
+        ret = c_send(fd, addr + done, n - done) if sock else c_write(fd, addr + done, n - done)
+        if ret <= 0:
+            return _error(ret) if ret < 0 else EOF
+        done += ret
+    return 0
+
+
+@njit(cache=True, nogil=True)
+def fd_recv(fd: int, addr: int, n: int, sock: bool, packet: bool) -> int:
+    """Receive one n-byte message (a datagram in one recv, a stream until n bytes); 0 or an error."""
+    done = 0
+    while done < n:
+        ret = c_recv(fd, addr + done, n - done) if sock else c_read(fd, addr + done, n - done)
+        if ret <= 0:
+            return _error(ret)
+        done += ret
+        if packet:
+            return 0
+    return 0
+
+
+@njit(cache=True, nogil=True)
+def fd_pingpong(wfd: int, rfd: int, buf: np.ndarray, lat_ns: np.ndarray, sock: bool, packet: bool) -> int:
+    """lat_ns.size round trips of buf.size bytes (send, then wait for the echo), each timed; 0 or an error."""
+    addr, n = buf.ctypes.data, buf.size
+    for i in range(lat_ns.size):
+        start = now_ns()
+        err = fd_send(wfd, addr, n, sock)
+        if err == 0:
+            err = fd_recv(rfd, addr, n, sock, packet)
+        if err != 0:
+            return err
+        lat_ns[i] = now_ns() - start
+    return 0
+
+
+@njit(cache=True, nogil=True)
+def fd_echo(rfd: int, wfd: int, buf: np.ndarray, count: int, sock: bool, packet: bool) -> int:
+    """The worker's side of fd_pingpong: receive, send back, count times."""
+    addr, n = buf.ctypes.data, buf.size
+    for _ in range(count):
+        err = fd_recv(rfd, addr, n, sock, packet)
+        if err == 0:
+            err = fd_send(wfd, addr, n, sock)
+        if err != 0:
+            return err
+    return 0
+
+
+@njit(cache=True, nogil=True)
+def fd_stream(wfd: int, rfd: int, buf: np.ndarray, count: int, sock: bool, packet: bool) -> tuple:
+    """(ns, error) for count one-way messages and the worker's 8-byte acknowledgement of the last;
+    one untimed round trip first, so both ends are in their loops when the clock starts."""
+    addr, n = buf.ctypes.data, buf.size
+    err = fd_send(wfd, addr, 8, sock)
+    if err == 0:
+        err = fd_recv(rfd, addr, 8, sock, packet)
+    start = now_ns()
+    for _ in range(count):
+        if err != 0:
+            break
+        err = fd_send(wfd, addr, n, sock)
+    if err == 0:
+        err = fd_recv(rfd, addr, 8, sock, packet)
+    return now_ns() - start, err
+
+
+@njit(cache=True, nogil=True)
+def fd_sink(rfd: int, wfd: int, buf: np.ndarray, count: int, sock: bool, packet: bool) -> int:
+    """The worker's side of fd_stream: the handshake, count messages, then the acknowledgement."""
+    addr, n = buf.ctypes.data, buf.size
+    err = fd_recv(rfd, addr, 8, sock, packet)
+    if err == 0:
+        err = fd_send(wfd, addr, 8, sock)
+    for _ in range(count):
+        if err != 0:
+            return err
+        err = fd_recv(rfd, addr, n, sock, packet)
+    return fd_send(wfd, addr, 8, sock) if err == 0 else err
+
+
+@njit(cache=True, nogil=True)
+def _wait_change(ctl: np.ndarray, word: int, old: int, flag: int, mode: int, my_efd: int,
+                 scratch: int, deadline_ns: int) -> int:
+    """Wait until ctl[word] != old (spinning, or asleep on a futex or an eventfd with ctl[flag]
+    raised so the other side knows to wake us); 0, ABORTED, TIMEOUT or an errno."""
+    spins = 0
+    while load(ctl, word) == old:
+        if mode == SPIN:
+            spins += 1
+            if spins % CHECK_EVERY != 0:
+                continue
+        elif mode == FUTEX or mode == EVENTFD:
+            store(ctl, flag, 1)
+            if load(ctl, word) == old:  # the producer stores, then reads the flag: one of us sees the other
+                if mode == FUTEX:
+                    ret = c_futex(ctl.ctypes.data + 8 * word, FUTEX_WAIT, old & 0xFFFFFFFF, FUTEX_SLICE_NS)
+                    if ret < 0 and c_errno() == EINTR:
+                        store(ctl, flag, 0)
+                        return EINTR
+                else:
+                    ret = c_read(my_efd, scratch, 8)
+                    if ret < 0:
+                        store(ctl, flag, 0)
+                        return c_errno()
+            store(ctl, flag, 0)
+        if load(ctl, ABORT) != 0:
+            return ABORTED
+        if now_ns() > deadline_ns:
+            return TIMEOUT
+    return 0
+
+
+@njit(cache=True, nogil=True)
+def _publish(ctl: np.ndarray, word: int, value: int, flag: int, mode: int, peer_efd: int, scratch: int) -> None:
+    """Store the new head or tail, then wake the other side if it said it sleeps."""
+    store(ctl, word, value)
+    if mode != SPIN and load(ctl, flag) != 0:
+        if mode == FUTEX:
+            c_futex(ctl.ctypes.data + 8 * word, FUTEX_WAKE, 1, -1)
+        else:
+            c_write(peer_efd, scratch + 8, 8)  # scratch[1] holds 1: the eventfd's increment
+
+
+@njit(cache=True, nogil=True)
+def ring_push(ctl: np.ndarray, data: np.ndarray, ring: int, slots: int, src: np.ndarray, n: int,
+              mode: int, my_efd: int, peer_efd: int, scratch: int, deadline_ns: int) -> int:
+    """Copy n bytes of src into the next slot of ring `ring` (waiting while it is full) and publish it."""
+    base = RING_WORDS * (ring + 1)
+    head = load(ctl, base + HEAD)
+    tail = load(ctl, base + TAIL)
+    while head - tail >= slots:
+        err = _wait_change(ctl, base + TAIL, tail, base + PRODUCER_WAITS, mode, my_efd, scratch, deadline_ns)
+        if err != 0:
+            return err
+        tail = load(ctl, base + TAIL)
+    stride = data.size // slots
+    offset = (head % slots) * stride
+    data[offset:offset + n] = src[:n]
+    _publish(ctl, base + HEAD, head + 1, base + CONSUMER_WAITS, mode, peer_efd, scratch)
+    return 0
+
+
+@njit(cache=True, nogil=True)
+def ring_pop(ctl: np.ndarray, data: np.ndarray, ring: int, slots: int, dst: np.ndarray, n: int,
+             mode: int, my_efd: int, peer_efd: int, scratch: int, deadline_ns: int) -> int:
+    """Wait for the next message of ring `ring`, copy its n bytes into dst and free the slot."""
+    base = RING_WORDS * (ring + 1)
+    tail = load(ctl, base + TAIL)
+    err = _wait_change(ctl, base + HEAD, tail, base + CONSUMER_WAITS, mode, my_efd, scratch, deadline_ns)
+    if err != 0:
+        return err
+    stride = data.size // slots
+    offset = (tail % slots) * stride
+    dst[:n] = data[offset:offset + n]
+    _publish(ctl, base + TAIL, tail + 1, base + PRODUCER_WAITS, mode, peer_efd, scratch)
+    return 0
+
+
+@njit(cache=True, nogil=True)
+def ring_pingpong(ctl: np.ndarray, data: np.ndarray, slots: int, buf: np.ndarray, lat_ns: np.ndarray,
+                  mode: int, my_efd: int, peer_efd: int, scratch: np.ndarray, deadline_ns: int) -> int:
+    """lat_ns.size timed round trips of buf.size bytes: push on ring 0, pop the echo from ring 1."""
+    n, sc = buf.size, scratch.ctypes.data
+    for i in range(lat_ns.size):
+        start = now_ns()
+        err = ring_push(ctl, data, 0, slots, buf, n, mode, my_efd, peer_efd, sc, deadline_ns)
+        if err == 0:
+            err = ring_pop(ctl, data, 1, slots, buf, n, mode, my_efd, peer_efd, sc, deadline_ns)
+        if err != 0:
+            return err
+        lat_ns[i] = now_ns() - start
+    return 0
+
+
+@njit(cache=True, nogil=True)
+def ring_echo(ctl: np.ndarray, data: np.ndarray, slots: int, buf: np.ndarray, count: int,
+              mode: int, my_efd: int, peer_efd: int, scratch: np.ndarray, deadline_ns: int) -> int:
+    """The worker's side of ring_pingpong: pop from ring 0, push it back on ring 1."""
+    n, sc = buf.size, scratch.ctypes.data
+    for _ in range(count):
+        err = ring_pop(ctl, data, 0, slots, buf, n, mode, my_efd, peer_efd, sc, deadline_ns)
+        if err == 0:
+            err = ring_push(ctl, data, 1, slots, buf, n, mode, my_efd, peer_efd, sc, deadline_ns)
+        if err != 0:
+            return err
+    return 0
+
+
+@njit(cache=True, nogil=True)
+def ring_stream(ctl: np.ndarray, data: np.ndarray, slots: int, buf: np.ndarray, count: int,
+                mode: int, my_efd: int, peer_efd: int, scratch: np.ndarray, deadline_ns: int) -> tuple:
+    """(ns, error) for count one-way messages on ring 0 and the worker's 8-byte acknowledgement on
+    ring 1, after one untimed round trip."""
+    n, sc = buf.size, scratch.ctypes.data
+    err = ring_push(ctl, data, 0, slots, buf, 8, mode, my_efd, peer_efd, sc, deadline_ns)
+    if err == 0:
+        err = ring_pop(ctl, data, 1, slots, buf, 8, mode, my_efd, peer_efd, sc, deadline_ns)
+    start = now_ns()
+    for _ in range(count):
+        if err != 0:
+            break
+        err = ring_push(ctl, data, 0, slots, buf, n, mode, my_efd, peer_efd, sc, deadline_ns)
+    if err == 0:
+        err = ring_pop(ctl, data, 1, slots, buf, 8, mode, my_efd, peer_efd, sc, deadline_ns)
+    return now_ns() - start, err
+
+
+@njit(cache=True, nogil=True)
+def ring_sink(ctl: np.ndarray, data: np.ndarray, slots: int, buf: np.ndarray, count: int,
+              mode: int, my_efd: int, peer_efd: int, scratch: np.ndarray, deadline_ns: int) -> int:
+    """The worker's side of ring_stream."""
+    n, sc = buf.size, scratch.ctypes.data
+    err = ring_pop(ctl, data, 0, slots, buf, 8, mode, my_efd, peer_efd, sc, deadline_ns)
+    if err == 0:
+        err = ring_push(ctl, data, 1, slots, buf, 8, mode, my_efd, peer_efd, sc, deadline_ns)
+    for _ in range(count):
+        if err != 0:
+            return err
+        err = ring_pop(ctl, data, 0, slots, buf, n, mode, my_efd, peer_efd, sc, deadline_ns)
+    if err == 0:
+        err = ring_push(ctl, data, 1, slots, buf, 8, mode, my_efd, peer_efd, sc, deadline_ns)
+    return err
+
+
+def scratch_buffer() -> np.ndarray:
+    """The 16 bytes a ring kernel reads an eventfd into (word 0) and writes one from (word 1 = 1)."""
+    return np.array([0, 1], dtype=np.int64)
+
+
+def clock_ns() -> int:
+    """now_ns() as the kernels read it (for deadlines)."""
+    return int(_clock())
+
+
+@njit(cache=True, nogil=True)
+def _clock() -> int:
+    return now_ns()
