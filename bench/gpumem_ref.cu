@@ -1,7 +1,8 @@
 // Native reference for `perfprobe gpumem`: the same kernels (perfprobe/kernels/gpumem_kernels.py's
 // SOURCE, written out as build/gpumem_kernels.cuh by bench/bench_gpumem.py), the same launch shapes
 // (perfprobe/probes/gpumem/plan.py), the same warm-ups and repeats (the full preset), timed with CUDA
-// events on a non-blocking stream through the runtime API; median ms per case.
+// events on a non-blocking stream through the runtime API, each event pair behind the same 200 µs
+// gate kernel as the probe's; median ms per case.
 // Build: python3 -c 'from perfprobe.kernels.gpumem_kernels import SOURCE; print(SOURCE)' > bench/build/gpumem_kernels.cuh
 //        nvcc -O3 -arch=sm_90 -Ibench/build -o bench/build/gpumem_ref bench/gpumem_ref.cu
 // Run:   bench/build/gpumem_ref BYTES [DEVICE]   -> one JSON object per line and case.
@@ -17,7 +18,8 @@
 #include "gpumem_kernels.cuh"
 
 static const int kBlock = 256, kWarm = 2, kReps = 15, kOccReps = 7, kSmemReps = 256, kDivergeIters = 32768;
-static const size_t kOccupancyBytes = size_t(256) << 20;
+static const size_t kOccupancyBytes = size_t(512) << 20;
+static const long long kGateNs = 200000;  // the probe's GATE_NS: the start event fires with the launch queued
 
 static double median(std::vector<double> v) {
     std::sort(v.begin(), v.end());
@@ -36,6 +38,7 @@ static void timed(const std::string& name, double bytes, int warm, int reps, con
     CHECK(cudaStreamSynchronize(g_stream));
     std::vector<double> ms;
     for (int i = 0; i < reps; ++i) {
+        gate<<<1, 1, 0, g_stream>>>(kGateNs);
         CHECK(cudaEventRecord(start, g_stream));
         launch();
         CHECK(cudaEventRecord(end, g_stream));

@@ -23,6 +23,7 @@ from perfprobe.stats import summarize
 D2D = 3  # cudaMemcpyDeviceToDevice
 TILE, TILE_ROWS = 32, 8
 SMEM_WORDS = 2048
+GATE_NS = 200_000  # longer than a Python launch takes (tens of µs), short beside a repeat's cost
 
 SOURCE = r"""
 // perfprobe gpumem kernels (also compiled by bench/gpumem_ref.cu through a generated header).
@@ -105,6 +106,14 @@ extern "C" __global__ void NAME(const float* __restrict__ in, float* __restrict_
 PERFPROBE_TILED(transpose_tiled, 32)
 PERFPROBE_TILED(transpose_padded, 33)
 
+// Spins one thread for `nanoseconds`: queued before each timed launch, so the start event fires
+// with the launch already waiting behind it and the host's launch latency stays out of the timing.
+extern "C" __global__ void gate(long long nanoseconds) {
+    unsigned long long start, now;
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(start));
+    do { asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(now)); } while (now - start < (unsigned long long)nanoseconds);
+}
+
 extern "C" __global__ void iota(float* __restrict__ a, long long n) {
     long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x;
     for (long long step = (long long)gridDim.x * blockDim.x; i < n; i += step) a[i] = (float)i;
@@ -123,7 +132,7 @@ extern "C" __global__ void diverge(float* __restrict__ out, int iters, int mode)
 """
 
 NAMES = ("read_f4", "read_f4_serial", "write_f4", "copy_f4", "strided_read", "smem_stride",
-         "transpose_naive", "transpose_tiled", "transpose_padded", "diverge", "iota")
+         "transpose_naive", "transpose_tiled", "transpose_padded", "diverge", "iota", "gate")
 
 # cudaDeviceAttr values (driver_types.h), read through cudaDeviceGetAttribute.
 ATTRIBUTES = {"memory_clock_khz": 36, "bus_width_bits": 37, "l2_bytes": 38, "max_threads_per_sm": 39,
@@ -157,8 +166,9 @@ class MemoryNvml(nvml.Nvml):
 
 
 def time_ms(cupy: ModuleType, launch: Callable[[Any], None], warmup: int, repeats: int,
-            inner: int = 1) -> list[float]:
-    """Milliseconds per launch, one CUDA-event pair around `inner` launches, after `warmup`."""
+            gate: Any = None, inner: int = 1) -> list[float]:
+    """Milliseconds per launch, one CUDA-event pair around `inner` launches, after `warmup`; each
+    pair behind a GATE_NS spin of `gate` (the module's gate kernel) when given."""
     stream = cupy.cuda.Stream(non_blocking=True)
     start, end = cupy.cuda.Event(), cupy.cuda.Event()
     for _ in range(warmup):
@@ -166,6 +176,8 @@ def time_ms(cupy: ModuleType, launch: Callable[[Any], None], warmup: int, repeat
     stream.synchronize()
     samples = []
     for _ in range(repeats):
+        if gate is not None:
+            gate((1,), (1,), (np.int64(GATE_NS),), stream=stream)
         start.record(stream)
         for _ in range(inner):
             launch(stream)

@@ -84,13 +84,13 @@ def _dram(cupy: Any, k: dict[str, Any], bufs: dict[str, Any], shape: dict[str, i
             ("copy", gk.launcher(k["copy_f4"], grid, block, (a, b, np.int64(n4))), 2 * nbytes))
     checks = {}
     for name, launch, moved in runs:
-        out[name] = gk.case(gk.time_ms(cupy, launch, preset.warmup, preset.repeats), moved)
+        out[name] = gk.case(gk.time_ms(cupy, launch, preset.warmup, preset.repeats, k["gate"]), moved)
         if name == "write":
             checks["write"] = gk.chunks_equal(a, gk.constant(1.0))
     checks["copy"] = gk.chunks_equal(b, gk.constant(1.0))
     gk.zero(cupy, b)
     memcpy = gk.memcpy_launcher(cupy, b.data.ptr, a.data.ptr, nbytes)
-    out["d2d_memcpy"] = gk.case(gk.time_ms(cupy, memcpy, preset.warmup, preset.repeats), 2 * nbytes)
+    out["d2d_memcpy"] = gk.case(gk.time_ms(cupy, memcpy, preset.warmup, preset.repeats, k["gate"]), 2 * nbytes)
     checks["d2d_memcpy"] = gk.chunks_equal(b, gk.constant(1.0))
     checks["read_sink_untouched"] = float(sink.get()[0]) != -1.0
     out["verified"] = checks
@@ -120,7 +120,7 @@ def _coalescing(cupy: Any, k: dict[str, Any], bufs: dict[str, Any], shape: dict[
         launch = gk.launcher(k["strided_read"], (shape["blocks"],), (plan.BLOCK,),
                              (a, np.int64(count), np.int64(stride), np.int64(offset), sink))
         cases.append({"stride": stride, "offset": offset, "elements": count,
-                      **gk.case(gk.time_ms(cupy, launch, preset.warmup, preset.repeats), count * 4)})
+                      **gk.case(gk.time_ms(cupy, launch, preset.warmup, preset.repeats, k["gate"]), count * 4)})
     return {"element_bytes": 4, "grid": shape["blocks"], "block": plan.BLOCK, "cases": cases}
 
 
@@ -133,7 +133,7 @@ def _shared(cupy: Any, k: dict[str, Any], bufs: dict[str, Any], shape: dict[str,
     for stride in plan.SMEM_STRIDES:
         launch = gk.launcher(k["smem_stride"], (shape["blocks"],), (plan.BLOCK,),
                              (np.int32(stride), np.int32(plan.SMEM_REPS), bufs["sink"]))
-        cases.append({"stride": stride, **gk.case(gk.time_ms(cupy, launch, preset.warmup, preset.repeats), nbytes)})
+        cases.append({"stride": stride, **gk.case(gk.time_ms(cupy, launch, preset.warmup, preset.repeats, k["gate"]), nbytes)})
     return {"grid": shape["blocks"], "block": plan.BLOCK, "reps": plan.SMEM_REPS, "cases": cases}
 
 
@@ -147,7 +147,7 @@ def _occupancy(cupy: Any, k: dict[str, Any], bufs: dict[str, Any], shape: dict[s
             threads, per_sm = plan.occupancy_shape(warps)
             launch = gk.launcher(k[kernel], (shape["sms"] * per_sm,), (threads,),
                                  (bufs["a"], np.int64(nbytes // 16), bufs["sink"]))
-            samples = gk.time_ms(cupy, launch, 1, preset.occupancy_repeats)
+            samples = gk.time_ms(cupy, launch, 1, preset.occupancy_repeats, k["gate"])
             series[name].append({"warps_per_sm": warps, "block": threads, "blocks_per_sm": per_sm,
                                  **gk.case(samples, nbytes)})
     return {"bytes": nbytes, "series": series}
@@ -164,7 +164,7 @@ def _transpose(cupy: Any, k: dict[str, Any], bufs: dict[str, Any], shape: dict[s
     for name in ("naive", "tiled", "padded"):
         gk.zero(cupy, dst)
         launch = gk.launcher(k[f"transpose_{name}"], grid, block, (src, dst, np.int32(n)))
-        out[name] = gk.case(gk.time_ms(cupy, launch, preset.warmup, preset.repeats), 2 * n * n * 4)
+        out[name] = gk.case(gk.time_ms(cupy, launch, preset.warmup, preset.repeats, k["gate"]), 2 * n * n * 4)
         out[name]["verified"] = gk.chunks_equal(dst, _transposed(n))
     return out
 
@@ -187,7 +187,7 @@ def _divergence(cupy: Any, k: dict[str, Any], bufs: dict[str, Any], shape: dict[
     for name, mode in (("divergent", 0), ("split", 1)):
         launch = gk.launcher(k["diverge"], (shape["blocks"],), (plan.BLOCK,),
                              (out_buf, np.int32(plan.DIVERGE_ITERS), np.int32(mode)))
-        results[name] = gk.case(gk.time_ms(cupy, launch, preset.warmup, preset.repeats), 0)
+        results[name] = gk.case(gk.time_ms(cupy, launch, preset.warmup, preset.repeats, k["gate"]), 0)
         values, count = np.unique(out_buf.get(), return_counts=True)
         counts.append((values.tolist(), count.tolist()))
     results["values"] = counts
