@@ -93,6 +93,16 @@ def _store64(typingctx, addr, value):
 
 
 @intrinsic
+def _clobber(typingctx):
+    """An empty asm with a memory clobber: the pool's free list is re-read from memory after it,
+    as when pop and push are separate calls (without it LLVM folds the pop/push pair away)."""
+    def codegen(context, builder, sig, args):
+        builder.asm(ir.FunctionType(ir.VoidType(), []), "", "~{memory}", [], True)
+        return context.get_dummy_value()
+    return types.none(), codegen
+
+
+@intrinsic
 def _arrive(typingctx, addr):
     """Atomic `*addr += 1` (seq_cst): one more thread at the barrier."""
     def codegen(context, builder, sig, args):
@@ -179,8 +189,10 @@ def _pairs(malloc: int, free: int, size: int, iters: int, kind: int, pool: int, 
             p = head
             head = _load64(p)
             _poke(p + 8, i)
+            _clobber()
             _store64(p, head)
             head = p
+            _clobber()
     return now_ns() - start
 
 
@@ -213,6 +225,7 @@ def _mixed(malloc: int, free: int, slots: np.ndarray, iters: int, seed: int, kin
         else:
             _store64(slots[j], head)
             head = slots[j]
+            _clobber()
             p = head
             head = _load64(p)
         _poke(p + size - 1, i)
