@@ -163,6 +163,23 @@ _cpu_command("layout", "Data layout: split loads (line, page) against aligned, A
 _cpu_command("branch", "Branches: mispredict cost in cycles, predictor reach, what branch-free code saves.")
 
 
+@app.command()
+def alloc(json_out: JsonOpt = False, output: OutputOpt = None, quick: QuickOpt = False,
+          bind: BindOpt = None, record: RecordOpt = None, prom: PromOpt = None, junit: JunitOpt = None,
+          html: HtmlOpt = None, replay: ReplayOpt = None,
+          size: Annotated[Optional[str], typer.Option("--size", metavar="BYTES", help=(
+              "Largest buffer (first touch, DRAM memcpy), at least 4M, e.g. 256M (default: 128M first "
+              "touch, 4x the last-level cache copied; within a quarter of the available memory)."))] = None,
+          allocator: Annotated[Optional[list[Path]], typer.Option("--allocator", metavar="FILE", help=(
+              "Also measure this allocator library (exports malloc and free); repeatable. jemalloc, "
+              "tcmalloc and mimalloc are looked for anyway."))] = None) -> None:
+    """Allocation: malloc/free per allocator and thread count, pools, first touch, copy against move."""
+    options = Knobs(size=parse_size(size, "--size", minimum=4 << 20),
+                    allocators=tuple(str(p) for p in allocator or ()) or None)
+    _run(["alloc"], RunConfig(json=json_out, output=output, quick=quick, bind=bind, options=options,
+                              record=record, prom=prom, junit=junit, html=html, replay=replay))
+
+
 def _gpu_command(name: str, doc: str, min_size: int) -> None:
     """Register one GPU probe command; `min_size` is the smallest --size its measurement can use."""
 

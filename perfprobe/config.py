@@ -33,6 +33,7 @@ class Knobs:
     max_spacing: int | None = None   # falseshare: widest counter spacing (bytes, power of two)
     threads: int | None = None       # falseshare: threads for the many-thread runs
     size: int | None = None          # numa, pinned, streams, uvm, and newer probes: buffer size (bytes)
+    allocators: tuple[str, ...] | None = None  # alloc: more allocator libraries (paths) to measure
     # test hooks
     iterations: int | None = None    # falseshare: updates per thread per run
     passes: int | None = None        # uvm: kernel passes over the buffer

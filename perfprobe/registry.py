@@ -13,6 +13,7 @@ PROBE_MODULES: dict[str, str] = {
     "numa": "perfprobe.probes.numa",
     "layout": "perfprobe.probes.layout",
     "branch": "perfprobe.probes.branch",
+    "alloc": "perfprobe.probes.alloc",
     "pinned": "perfprobe.probes.pinned",
     "streams": "perfprobe.probes.streams",
     "uvm": "perfprobe.probes.uvm",
