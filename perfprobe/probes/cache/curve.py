@@ -150,7 +150,9 @@ def read_levels(sizes: Sequence[int], ns: Sequence[float], min_points: int,
     return levels
 
 
-LINE_RISE = 1.25        # a second load this much dearer than a same-line one went to another line
+LINE_RISE = 1.25        # a second load this much dearer than a same-line one missed (DRAM fetch unit)
+LINE_STEP = 1.15        # in the L1-miss set: a second load 15% dearer than a same-line one left the line
+LINE_NOISE = 3.0        # ... or 3x the spread of the two same-line costs, where that is larger
 PAIR_RISE = 0.5         # ... and one halfway to a full second miss fetched a line not yet prefetched
 
 
@@ -166,12 +168,16 @@ def _first_lasting(offsets: Sequence[int], ns: Sequence[float], threshold: float
 
 
 def read_line(offsets: Sequence[int], ns: Sequence[float]) -> int | None:
-    """Line size from pair costs in a working set that misses L1 only: the smallest offset whose
-    second load costs LINE_RISE times a same-line second load (offsets 8 and 16 share a line)."""
+    """Line size from pair costs in a working set that misses L1 only: the smallest offset from
+    which every second load costs clearly more than a same-line one (offsets 8 and 16 share a
+    line). "Clearly": LINE_STEP above it, or LINE_NOISE times the two same-line costs' spread,
+    where that is larger. On Zen 4 an L2 hit adds only ~25% to the pair, so the old 1.25x step
+    sat on the noise and read 128 or 512 B (recorded: tests/data/cache_zen4_quick_busy_512.json)."""
     if len(ns) < 3:
         return None
     same_line = min(ns[:2])
-    return _first_lasting(offsets, ns, same_line * LINE_RISE)
+    margin = max((LINE_STEP - 1) * same_line, LINE_NOISE * (max(ns[:2]) - same_line))
+    return _first_lasting(offsets, ns, same_line + margin)
 
 
 def read_fetch_unit(offsets: Sequence[int], ns: Sequence[float]) -> int | None:

@@ -103,11 +103,15 @@ class CacheRaw(TypedDict, total=False):
     bandwidth: dict[str, LevelRates]
     phase_seconds: dict[str, float]
     background_cpus: Optional[float]
+    coherency: dict[str, Any]
+    """Only in a re-measurement: the false-sharing edge (edge_bytes) and its sweep."""
 
 
 class LineFigures(TypedDict):
     line_bytes: Optional[int]
     fetch_bytes: Optional[int]
+    coherency_bytes: Optional[int]
+    """The false-sharing edge (measure.remeasure measures it only when a line warn is pending)."""
 
 
 @dataclass(frozen=True)
@@ -187,7 +191,9 @@ def line_figures(raw: CacheRaw) -> LineFigures:
     offsets = test.get("offsets_bytes") or []
     cached = [float(p["min"]) for p in test.get("cached_ns") or []]
     dram = [float(p["min"]) for p in test.get("dram_ns") or []]
-    return {"line_bytes": read_line(offsets, cached), "fetch_bytes": read_fetch_unit(offsets, dram)}
+    edge = (raw.get("coherency") or {}).get("edge_bytes")
+    return {"line_bytes": read_line(offsets, cached), "fetch_bytes": read_fetch_unit(offsets, dram),
+            "coherency_bytes": int(edge) if edge else None}
 
 
 def bandwidth_figures(raw: Mapping[str, LevelRates]) -> tuple[Bandwidth, list[LeftOut]]:

@@ -164,3 +164,54 @@ def once_more_if_implausible(run: Callable[[], dict[str, Any]]) -> dict[str, Any
     second = run()
     second["first_all"] = first["all"]
     return second
+
+
+def remeasure(ctx: ProbeContext, raw: dict[str, Any], keys: tuple[str, ...]) -> dict[str, Any]:
+    """Confirmation (perfprobe/confirm.py): measure again only what a pending warn rests on —
+    "line": the offset sweeps and the false-sharing edge (the coherency granule, independent of
+    the prefetchers that blur the sweep); "pattern": random against sequential over the largest
+    set; "bandwidth": DRAM read and triad — and return `raw` with those parts replaced."""
+    from perfprobe.kernels import cache_kernels as k
+
+    threads = _set_threads(max(1, len(usable_cpus(ctx.host))))
+    plan = make_plan(ctx.host, ctx.config.options, ctx.config.preset(PRESETS), threads,
+                     host_memory_budget(ctx.host, ctx.config.bind))
+    timing, out = m.Timing(plan.run_s, plan.repeats), dict(raw)
+    huge = raw.get("curve_pages") == "2M"
+    if "line" in keys or "pattern" in keys:
+        with page_buffer(plan.max_bytes, huge, np.uint64) as buf:
+            if "line" in keys:
+                out["line"] = _line(k, buf, plan, timing)
+            if "pattern" in keys:
+                random_ns = m.random_chase_ns(k, buf, plan.max_bytes, plan.line_bytes, timing)
+                out["pattern"] = {"size_bytes": plan.max_bytes, "random_ns": random_ns,
+                                  "sequential_ns": m.sequential_chase_ns(k, buf, plan.max_bytes,
+                                                                         plan.line_bytes, timing)}
+            del buf
+    if "line" in keys:
+        out["coherency"] = coherency_edge(usable_cpus(ctx.host))
+    if "bandwidth" in keys and "DRAM" in (raw.get("bandwidth") or {}):
+        one, each = plan.max_bytes, plan.max_bytes // plan.threads
+        out["bandwidth"] = {**raw["bandwidth"], "DRAM": {
+            "read_gbs": m.read_rates(k, one, each, plan.threads, timing),
+            "triad_gbs": m.triad_rates(k, one, each, plan.threads, timing)}}
+    return out
+
+
+EDGE_SPACINGS = (8, 16, 32, 64, 128, 256, 512)
+
+
+def coherency_edge(cpus: list[int], iterations: int = 200_000, repeats: int = 3) -> dict[str, Any]:
+    """The false-sharing edge between two CPUs: the smallest counter spacing from which atomic
+    updates cost as little as the widest (falseshare's destructive distance, fastest of `repeats`).
+    Lines are what coherency moves, so this is the line as the cores see it. Empty with one CPU."""
+    from perfprobe.kernels import falseshare_kernels as fk
+    from perfprobe.probes.falseshare.figures import destructive_distance
+
+    if len(cpus) < 2:
+        return {}
+    pair = (cpus[0], cpus[1])
+    fk.run_counters(pair, EDGE_SPACINGS[-1], iterations // 10, "atomic")  # compile, warm
+    costs = {s: min(fk.run_counters(pair, s, iterations, "atomic").span_ns / iterations for _ in range(repeats))
+             for s in EDGE_SPACINGS}
+    return {"cpus": list(pair), "ns_per_update": costs, "edge_bytes": destructive_distance(costs)}

@@ -98,20 +98,44 @@ def rule_dram_latency(fig: CacheFigures, host: Facts) -> list[Finding]:
     return []
 
 
+LINE_KEYS = ("line",)
+
+
 def rule_line_size(fig: CacheFigures, host: Facts) -> list[Finding]:
-    """Measured line size against the reported coherency line size; the DRAM fetch pair."""
-    measured, fetch = fig.line["line_bytes"], fig.line["fetch_bytes"]
+    """Measured line size against the reported coherency line size. A warn needs every estimate
+    to agree (docs/probes/cache.md): the pair sweep in a set that misses L1 only, the DRAM fetch
+    unit (a miss never brings less than a line) and, once re-measured, the false-sharing edge (the
+    coherency granule itself). Estimates that disagree are a note: the reported size stands."""
+    measured, fetch, edge = fig.line["line_bytes"], fig.line["fetch_bytes"], fig.line["coherency_bytes"]
     told = int(fig.reported[0].get("line_bytes") or 0) if fig.reported else 0
     if measured is None:
         return [Finding(Verdict.PASS, "The line size could not be read from the offset sweep "
-                        "(too noisy a run); the reported one stands.", "Run again on a quieter host.")]
+                        "(too noisy a run); the reported one stands.", "Run again on a quieter host.",
+                        confirm=LINE_KEYS)]
     paired = fetch == 2 * measured
     pair = f" From DRAM, {fetch} B arrive per miss (adjacent-line prefetch)." if paired else ""
     if told and measured != told:
-        return [Finding(Verdict.WARN, f"Cache line measured {measured} B, reported {told} B.",
-                        f"Pad per-thread data to {max(measured, told)} B until this is explained.")]
+        doubt = line_doubt(measured, told, fetch, edge)
+        if doubt:
+            return [Finding(Verdict.PASS, f"Cache line estimates disagree ({doubt}): the reported {told} B "
+                            "stands.", f"Pad data written by different threads to {max(told, fetch or 0)} B.",
+                            confirm=LINE_KEYS, figure=measured)]
+        return [Finding(Verdict.WARN, f"Cache line measured {measured} B, reported {told} B"
+                        + (f" (false-sharing edge {edge} B)." if edge else "."),
+                        f"Pad per-thread data to {max(measured, told)} B until this is explained.",
+                        confirm=LINE_KEYS, figure=measured)]
     advice = f"Pad data written by different threads to {fetch if paired else measured} B."
-    return [Finding(Verdict.PASS, f"Cache line {measured} B, as reported.{pair}", advice)]
+    return [Finding(Verdict.PASS, f"Cache line {measured} B, as reported.{pair}", advice,
+                    confirm=LINE_KEYS, figure=measured)]
+
+
+def line_doubt(measured: int, told: int, fetch: int | None, edge: int | None) -> str:
+    """Why a measured line that differs from the reported one is not evidence (empty: no doubt)."""
+    if edge is not None and edge != measured:
+        return f"pair sweep {measured} B, false-sharing edge {edge} B"
+    if fetch is not None and fetch < measured:
+        return f"pair sweep {measured} B, but a DRAM miss brings {fetch} B, and a miss never brings less than a line"
+    return ""
 
 
 def rule_prefetch(fig: CacheFigures, host: Facts) -> list[Finding]:
@@ -123,10 +147,11 @@ def rule_prefetch(fig: CacheFigures, host: Facts) -> list[Finding]:
     if ratio < PREFETCH_MIN_RATIO:
         return [Finding(Verdict.WARN, f"Over {size}, sequential lines cost almost as much as random "
                         f"ones ({ratio:.1f}x): the hardware prefetchers look disabled.",
-                        "Check BIOS prefetcher settings.")]
+                        "Check BIOS prefetcher settings.", confirm=("pattern",), figure=ratio)]
     return [Finding(Verdict.PASS, f"Sequential access is {ratio:.0f}x cheaper per line than random "
                     f"over {size}: that is what the prefetcher buys.",
-                    "Prefer sequential, structure-of-arrays layouts; batch or sort random lookups.")]
+                    "Prefer sequential, structure-of-arrays layouts; batch or sort random lookups.",
+                    confirm=("pattern",), figure=ratio)]
 
 
 def rule_huge_pages(fig: CacheFigures, host: Facts) -> list[Finding]:
@@ -156,8 +181,10 @@ def rule_dram_scaling(fig: CacheFigures, host: Facts) -> list[Finding]:
     if many < SCALING_MIN * one:
         return [Finding(Verdict.WARN, f"All threads read DRAM at {many:.1f} GB/s, below one thread's "
                         f"{one:.1f} GB/s.", "Other work is competing for these CPUs or memory; "
-                        "measure on an idle host.")]
-    return []
+                        "measure on an idle host.", confirm=("bandwidth",), figure=many / one)]
+    return [Finding(Verdict.PASS, f"All threads read DRAM at {many:.1f} GB/s, one thread at {one:.1f} GB/s.",
+                    f"DRAM-bound loops gain up to {many / one:.1f}x from all {fig.threads} threads here.",
+                    confirm=("bandwidth",), figure=many / one)]
 
 
 def rule_implausible_figures(fig: CacheFigures, host: Facts) -> list[Finding]:
@@ -173,14 +200,21 @@ def rule_implausible_figures(fig: CacheFigures, host: Facts) -> list[Finding]:
                     "Measure again on an idle host for all-thread bandwidth.")]
 
 
+def busy_cpus(fig: CacheFigures) -> float | None:
+    """Other processes' CPUs while measuring, when enough to colour the figures (None: quiet)."""
+    busy = fig.raw.get("background_cpus")
+    return busy if busy is not None and busy >= max(BACKGROUND_CPUS, BACKGROUND_SHARE * fig.threads) else None
+
+
 def rule_background_load(fig: CacheFigures, host: Facts) -> list[Finding]:
-    """Other processes busy on this host while it was measured."""
-    busy, threads = fig.raw.get("background_cpus"), fig.threads
-    if busy is None or busy < max(BACKGROUND_CPUS, BACKGROUND_SHARE * threads):
+    """Other processes busy on this host while it was measured: named with the load, as a note (a
+    busy host is not a fault of the host); `findings` holds back the warns that load can produce."""
+    busy = busy_cpus(fig)
+    if busy is None:
         return []
-    return [Finding(Verdict.WARN, f"Other processes kept {busy:.1f} of the CPUs busy while this "
-                    f"was measured (this probe used {threads}): figures are this host's under that "
-                    "load, all-thread bandwidth most of all.",
+    return [Finding(Verdict.PASS, f"Other processes kept {busy:.1f} of the CPUs busy while this "
+                    f"was measured (this probe used {fig.threads}): figures are this host's under that "
+                    "load, all-thread bandwidth most of all; the warns that load can produce are held back.",
                     "Measure again on an idle host (or with --bind to a quiet node).")]
 
 
@@ -188,8 +222,20 @@ RULES: tuple[Rule, ...] = (
     rule_memory_cap, rule_level_sizes, rule_missing_level, rule_dram_latency, rule_line_size,
     rule_prefetch, rule_huge_pages, rule_dram_scaling, rule_implausible_figures, rule_background_load,
 )
+LOAD_SENSITIVE = ("rule_missing_level", "rule_dram_latency", "rule_line_size", "rule_prefetch", "rule_dram_scaling")
+"""Warns other work on the CPUs can produce (a neighbour's misses, its bandwidth, its preemption).
+The L3 share (rule_level_sizes) is not among them: it names noisy neighbours itself."""
 
 
 def findings(fig: CacheFigures, host: Facts) -> list[Finding]:
-    """Every rule's findings, in the order of RULES."""
-    return [finding for rule in RULES for finding in rule(fig, host)]
+    """Every rule's findings, in the order of RULES; under load the load-sensitive warns held back."""
+    busy = busy_cpus(fig)
+    return [held_back(finding, busy) if busy is not None and rule.__name__ in LOAD_SENSITIVE else finding
+            for rule in RULES for finding in rule(fig, host)]
+
+
+def held_back(finding: Finding, busy: float) -> Finding:
+    if finding.verdict is not Verdict.WARN:
+        return finding
+    return Finding(Verdict.PASS, f"held back (other processes kept {busy:.1f} CPUs busy): {finding.message}",
+                   finding.advice, figure=finding.figure)
