@@ -57,13 +57,14 @@ class Presets(Generic[P]):
 class RunConfig:
     """What the user asked for.
 
-    `device` is None (the default GPU, 0), an index, or "all"; `options` holds one command's knobs.
+    `device` is None (the default GPU, 0), an index, a tuple of indices (--device 0,1), or "all";
+    `options` holds one command's knobs.
     """
 
     quick: bool = False
     json: bool = False
     output: Path | None = None
-    device: int | str | None = None
+    device: int | str | tuple[int, ...] | None = None
     require_gpu: bool = False
     bind: int | None = None
     fsroot: Path | None = None

@@ -58,6 +58,8 @@ class ProbeContext:
     host: Facts
     progress: ProgressFactory
     device: int | None = None
+    devices: tuple[int, ...] = ()
+    """Every selected GPU, for a probe that measures them together (`per_device=False`, e.g. p2p)."""
 
     @property
     def quick(self) -> bool:
@@ -133,7 +135,8 @@ class Gpu:
 @dataclass(frozen=True)
 class Probe:
     """One probe. `measure_module` names the module whose `measure(ctx)` runs the kernels; it is
-    imported only when the probe runs. GPU probes (a `Gpu()` requirement) run once per device."""
+    imported only when the probe runs. GPU probes (a `Gpu()` requirement) run once per device,
+    unless `per_device` is False."""
 
     name: str
     title: str
@@ -144,6 +147,9 @@ class Probe:
     check_knobs: Callable[[RunConfig, Facts], None] | None = None
     """Raises UsageError for a knob this host cannot honour (e.g. a spacing whose counters do not
     fit in memory). The runner calls it for every probe before anything is measured or bound."""
+    per_device: bool = True
+    """False: a GPU probe measured once over all selected GPUs together (ctx.devices; `--device`
+    absent means all of them), not once per device — p2p measures pairs of GPUs."""
 
     @property
     def needs_gpu(self) -> bool:

@@ -54,11 +54,12 @@ def run(names: Sequence[str], config: RunConfig, progress: ProgressFactory = nul
         failed = tuple(_skipped(p.name, None, str(exc), BIND_ADVICE, Verdict.ERROR) for p in probes)
         return Report(__version__, host, failed, time.perf_counter() - started)
     devices = _devices_for(probes, config, recording)
+    together = _devices_together(probes, config, recording, devices)
     raws: dict[str, Any] = {}
     results: list[ProbeResult] = []
     for probe in probes:
-        for device in devices if probe.needs_gpu else [None]:
-            ctx = ProbeContext(config=config, host=host, progress=progress, device=device)
+        for device in devices if probe.needs_gpu and probe.per_device else [None]:
+            ctx = ProbeContext(config=config, host=host, progress=progress, device=device, devices=together)
             key = _record_key(probe.name, device)
             replayed = recording["raw"].get(key) if recording else None
             if recording and replayed is None:
@@ -180,11 +181,23 @@ def _apply_binding(config: RunConfig, host: Mapping[str, Any]) -> dict[str, Any]
     return bind.bind_to_node(config.bind, host)
 
 
+def _devices_together(probes: Sequence[Probe], config: RunConfig, recording: Mapping[str, Any] | None,
+                      devices: list[int]) -> tuple[int, ...]:
+    """The GPUs a `per_device=False` probe measures together: as selected, and every GPU when
+    --device is not given (a pair probe's default); `devices` when no such probe runs."""
+    if config.device is not None or not any(p.needs_gpu and not p.per_device for p in probes):
+        return tuple(devices)
+    return tuple(_devices_for(probes, dataclasses.replace(config, device="all"), recording))
+
+
 def _devices_for(probes: Sequence[Probe], config: RunConfig,
                  recording: Mapping[str, Any] | None = None) -> list[int]:
-    """The GPU indices to run GPU probes on: --device N, every device for `all`, else device 0.
+    """The GPU indices to run GPU probes on: --device N, each of a list (0,1), every device for
+    `all`, else device 0.
 
     Replaying, `all` means every device the recording holds."""
+    if isinstance(config.device, tuple):
+        return _listed_devices(probes, config.device, config.replay is not None)
     if recording is not None and config.device == "all":
         recorded = {int(key.split("[")[1].rstrip("]")) for key in recording["raw"] if "[" in key}
         return sorted(recorded) or [0]
@@ -204,6 +217,24 @@ def _devices_for(probes: Sequence[Probe], config: RunConfig,
         valid = "0" if count == 1 else f"0 to {count - 1}"
         raise UsageError(f"--device {config.device}: no such GPU; valid: {valid} or all")
     return [int(config.device)]
+
+
+def _listed_devices(probes: Sequence[Probe], listed: tuple[int, ...], replaying: bool) -> list[int]:
+    """--device 0,1: each listed GPU must exist (exit 2 naming the valid ones); without CUDA the
+    probes skip, with why."""
+    if replaying or not any(p.needs_gpu for p in probes):
+        return list(listed)
+    try:
+        from perfprobe.kernels import cuda_runtime
+
+        count = cuda_runtime.device_count()
+    except GpuUnavailable:
+        return list(listed)
+    missing = [d for d in listed if d >= count]
+    if missing:
+        valid = "0" if count == 1 else f"0 to {count - 1}"
+        raise UsageError(f"--device {','.join(map(str, listed))}: no GPU {missing[0]}; valid: {valid} or all")
+    return list(listed)
 
 
 def _load_replay(config: RunConfig) -> dict[str, Any]:

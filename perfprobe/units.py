@@ -1,4 +1,4 @@
-"""Parsing what users type: sizes like 64K, 1G or 1GiB, and GPU selections like 0 or all."""
+"""Parsing what users type: sizes like 64K, 1G or 1GiB, and GPU selections like 0, 0,1 or all."""
 
 from __future__ import annotations
 
@@ -34,19 +34,37 @@ def parse_size(text: str | None, option: str, minimum: int = 1, maximum: int = 1
     return value
 
 
-def parse_device(text: str | None) -> int | str | None:
-    """A GPU selection: None (the default GPU), an index ≥ 0, or 'all'."""
+def parse_device(text: str | None) -> int | str | tuple[int, ...] | None:
+    """A GPU selection: None (the default GPU), an index ≥ 0, a list of distinct indices ('0,1',
+    as a tuple in the order given), or 'all'."""
     if text is None:
         return None
     cleaned = text.strip().lower()
     if cleaned == "all":
         return "all"
+    if "," in cleaned:
+        return _device_list(text, cleaned)
     if cleaned.isascii() and cleaned.isdigit():
-        if len(cleaned) > 6 or int(cleaned) > MAX_GPU_INDEX:
-            raise UsageError(f"--device {text.strip()}: no host has that GPU (indices run 0 to "
-                             f"{MAX_GPU_INDEX}); give a GPU index or 'all'")
-        return int(cleaned)
-    raise UsageError(f"--device {text!r}: expected a GPU index (0, 1, …) or 'all'")
+        return _device_index(text.strip(), cleaned)
+    raise UsageError(f"--device {text!r}: expected a GPU index (0, 1, …), a list (0,1) or 'all'")
+
+
+def _device_index(shown: str, cleaned: str) -> int:
+    if len(cleaned) > 6 or int(cleaned) > MAX_GPU_INDEX:
+        raise UsageError(f"--device {shown}: no host has that GPU (indices run 0 to "
+                         f"{MAX_GPU_INDEX}); give a GPU index, a list (0,1) or 'all'")
+    return int(cleaned)
+
+
+def _device_list(text: str, cleaned: str) -> tuple[int, ...]:
+    """'0,1' or '0, 2,3' -> (0, 1) / (0, 2, 3); empty items, non-indices and repeats are errors."""
+    items = [item.strip() for item in cleaned.split(",")]
+    if not all(item.isascii() and item.isdigit() for item in items):
+        raise UsageError(f"--device {text!r}: a list is GPU indices separated by commas, e.g. 0,1")
+    indices = tuple(_device_index(text.strip(), item) for item in items)
+    if len(set(indices)) != len(indices):
+        raise UsageError(f"--device {text.strip()}: a GPU is listed twice; list each GPU once, e.g. 0,1")
+    return indices
 
 
 def parse_count(value: int | None, option: str, low: int, high: int) -> int | None:
