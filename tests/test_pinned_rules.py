@@ -150,3 +150,26 @@ def test_link_known_only_under_load_is_still_judged() -> None:
     result = judge(raw, {"gpus": []})
     assert "link.rate_gbs" in result.metrics
     assert not any("unknown" in m for _, m in verdicts(result))
+
+
+def test_a_shared_gpu_is_named_and_a_bandwidth_warn_held_back() -> None:
+    """Real figures measured beside the planted GPU hog; NVML's reading added (synthetic-from-real)."""
+    import copy
+    import json
+    from pathlib import Path
+
+    from perfprobe.model import Verdict
+    from perfprobe.probes.pinned import judge as pinned_judge
+
+    data = json.loads((Path(__file__).parent / "data" / "pinned_h200_quick_gpu_shared.json").read_text())
+    raw, host = data["raw"]["pinned[0]"], data["host"]
+    found = pinned_judge(raw, host).findings
+    assert any(f.message.startswith("the GPU was shared while measuring: 1 other process on it (pid 6264)")
+               for f in found)
+    slow = copy.deepcopy(raw)
+    for direction in ("h2d", "d2h"):
+        slow["pinned"][direction][-1]["gbs"]["median"] /= 3  # under 70% of the link
+    assert pinned_judge(slow, host).verdict is Verdict.PASS
+    assert any(f.message.startswith("held back (the GPU was shared") for f in pinned_judge(slow, host).findings)
+    del slow["gpu_activity"]
+    assert pinned_judge(slow, host).verdict is Verdict.WARN

@@ -44,9 +44,11 @@ def _measure_device(cupy: Any, device: int, top: int, preset: Preset, ctx: Probe
                                           "nvml_error": session.error},
                                "quick": ctx.quick, "bind": ctx.config.bind}
         raw["state_before"] = session.state()
+        raw["gpu_activity"] = {"before": session.activity()}  # other work on the GPU (gpu_activity.py)
         raw["sysfs_link"] = gpu_link(sysfs, bus_id)
         raw.update(_sweep_and_load(cupy, session, sysfs, buffers, bus_id, top, preset, ctx))
         raw["numa"]["gpu_node"] = raw["sysfs_link"]["numa_node"]
+        raw["gpu_activity"]["after"] = session.activity()
         raw["state_after"] = session.state()
         return raw
     finally:

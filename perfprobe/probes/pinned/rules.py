@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import Callable
 
+from perfprobe.gpu_activity import shared_gpu
 from perfprobe.host.facts import Facts
 from perfprobe.model import Finding, Verdict
 from perfprobe.probes.pinned.figures import (
@@ -118,10 +119,31 @@ def rule_budget(raw: Raw, host: Facts) -> list[Finding]:
                                   f"{format_bytes(budget['requested_bytes'])}) by {budget['capped_by']}")]
 
 
+def rule_shared_gpu(raw: Raw, host: Facts) -> list[Finding]:
+    """Other work on the GPU while measuring (gpu_activity.py): named, as a note; `findings` holds
+    back the bandwidth warn it can produce (another process's copies share the link)."""
+    why = shared_gpu(raw)
+    if not why:
+        return []
+    return [Finding(Verdict.PASS, f"the GPU was shared while measuring: {why}; copy rates are this GPU's "
+                    "under that load, and the bandwidth warn it can produce is held back",
+                    "measure again with the GPU to itself (nvidia-smi lists the processes on it)")]
+
+
 Rule = Callable[[Raw, Facts], list[Finding]]
-RULES: tuple[Rule, ...] = (rule_link, rule_bandwidth, rule_numa, rule_pageable, rule_throttle, rule_budget)
+RULES: tuple[Rule, ...] = (rule_link, rule_bandwidth, rule_numa, rule_pageable, rule_throttle, rule_budget,
+                           rule_shared_gpu)
+LOAD_SENSITIVE = ("rule_bandwidth",)
 
 
 def findings(raw: Raw, host: Facts) -> list[Finding]:
-    """Every rule's findings, in RULES order."""
-    return [finding for rule in RULES for finding in rule(raw, host)]
+    """Every rule's findings, in RULES order; on a shared GPU the bandwidth warn held back."""
+    why = shared_gpu(raw)
+    return [held_back(finding, why) if why and rule.__name__ in LOAD_SENSITIVE else finding
+            for rule in RULES for finding in rule(raw, host)]
+
+
+def held_back(finding: Finding, why: str) -> Finding:
+    if finding.verdict is not Verdict.WARN:
+        return finding
+    return Finding(Verdict.PASS, f"held back (the GPU was shared: {why}): {finding.message}", finding.advice)

@@ -8,7 +8,7 @@ from typing import Any, Callable
 import numpy as np
 
 from perfprobe.budget import gpu_memory_budget, host_memory_budget
-from perfprobe.kernels import cuda_runtime
+from perfprobe.kernels import cuda_runtime, nvml
 from perfprobe.kernels import streams_kernels as sk
 from perfprobe.kernels import transfer_kernels as tk
 from perfprobe.probe import ProbeContext, ProbeSkipped
@@ -35,21 +35,26 @@ def _measure_device(cupy: Any, device: int, size: int, preset: Preset, ctx: Prob
     props = cuda_runtime.device_properties(cupy, device)
     elements = size // 4
     buffers = tk.Allocations(cupy)
+    bus_id = cuda_runtime.pci_bus_id(cupy, device)
+    session = nvml.Nvml(bus_id)
+    activity = {"before": session.activity()}  # other work on the GPU (perfprobe/gpu_activity.py)
     dev = None
     try:
         dev = sk.Device.create(cupy, buffers, elements, plan.MAX_STREAMS, props["multiprocessors"])
-        raw: dict[str, Any] = {"device": {"index": device, **props,
-                                          "pci_bus_id": cuda_runtime.pci_bus_id(cupy, device)},
-                               "size_bytes": size, "elements": elements, "quick": ctx.quick}
+        raw: dict[str, Any] = {"device": {"index": device, **props, "pci_bus_id": bus_id},
+                               "size_bytes": size, "elements": elements, "quick": ctx.quick,
+                               "gpu_activity": activity}
         host = _host_buffers(buffers, elements)
         raw.update(_stages(dev, host, elements))
         raw.update(_pipelines(dev, host, elements, raw["iters"], preset, ctx))
         raw["host_overlap"] = _host_overlap(dev, elements, raw["iters"])
+        activity["after"] = session.activity()
         return raw
     finally:
         if dev is not None:
             dev.close()
         buffers.close()
+        session.close()
 
 
 def _host_buffers(buffers: tk.Allocations, elements: int) -> dict[str, Any]:

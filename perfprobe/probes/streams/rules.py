@@ -8,10 +8,12 @@ from __future__ import annotations
 
 from typing import Callable
 
+from perfprobe.gpu_activity import shared_gpu
 from perfprobe.host.facts import Facts
 from perfprobe.model import Finding, Verdict
 from perfprobe.probes.streams.figures import (
     Raw,
+    at_ideal_band,
     best_config,
     copy_engines,
     efficiency,
@@ -42,10 +44,11 @@ def rule_correctness(raw: Raw, host: Facts) -> list[Finding]:
 def rule_overlap(raw: Raw, host: Facts) -> list[Finding]:
     """The best configuration under 80% of its ideal: warn; either way, advise its chunking."""
     best = best_config(raw)
-    eff = efficiency(raw, best)
+    eff, band = efficiency(raw, best), at_ideal_band(raw, best)
+    ideal = f"the ideal {ideal_ms(raw['stage_ms'], best['chunks']):.1f} ms"
+    share = f"at {ideal} (±{band:.0%})" if band is not None else f"{eff:.0%} of {ideal}"
     text = (f"best: {best['chunks']} chunks on {best['streams']} streams, {median_ms(best):.1f} ms, "
-            f"{speedup(raw):.2f}x faster than serial, {eff:.0%} of the ideal "
-            f"{ideal_ms(raw['stage_ms'], best['chunks']):.1f} ms")
+            f"{speedup(raw):.2f}x faster than serial, {share}")
     advice = (f"pipeline transfers in about {best['chunks']} chunks over {best['streams']} streams "
               f"({format_bytes(raw['size_bytes'] // best['chunks'])} per chunk) on this GPU")
     if eff < EFFICIENCY_MIN:
@@ -106,11 +109,31 @@ def rule_budget(raw: Raw, host: Facts) -> list[Finding]:
                                   f"{format_bytes(budget['requested_bytes'])}) by {budget['capped_by']}")]
 
 
+def rule_shared_gpu(raw: Raw, host: Facts) -> list[Finding]:
+    """Other work on the GPU while measuring (gpu_activity.py): named, as a note; `findings` holds
+    back the timing warns it can produce (overlap, host overlap)."""
+    why = shared_gpu(raw)
+    if not why:
+        return []
+    return [Finding(Verdict.PASS, f"the GPU was shared while measuring: {why}; figures are this GPU's under "
+                    "that load, and the timing warns it can produce are held back",
+                    "measure again with the GPU to itself (nvidia-smi lists the processes on it)")]
+
+
 Rule = Callable[[Raw, Facts], list[Finding]]
 RULES: tuple[Rule, ...] = (rule_correctness, rule_overlap, rule_engines, rule_breakers, rule_host_overlap,
-                           rule_budget)
+                           rule_budget, rule_shared_gpu)
+LOAD_SENSITIVE = ("rule_overlap", "rule_host_overlap")
 
 
 def findings(raw: Raw, host: Facts) -> list[Finding]:
-    """Every rule's findings, in RULES order."""
-    return [finding for rule in RULES for finding in rule(raw, host)]
+    """Every rule's findings, in RULES order; on a shared GPU the load-sensitive warns held back."""
+    why = shared_gpu(raw)
+    return [held_back(finding, why) if why and rule.__name__ in LOAD_SENSITIVE else finding
+            for rule in RULES for finding in rule(raw, host)]
+
+
+def held_back(finding: Finding, why: str) -> Finding:
+    if finding.verdict is not Verdict.WARN:
+        return finding
+    return Finding(Verdict.PASS, f"held back (the GPU was shared: {why}): {finding.message}", finding.advice)

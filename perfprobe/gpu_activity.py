@@ -1,0 +1,48 @@
+"""Was the GPU shared while a GPU probe measured? Pure reading of what kernels/nvml.py's
+`Nvml.activity()` recorded before and after (raw["gpu_activity"]): other processes NVML lists on
+the GPU, and its utilisation before the probe started work (after, it counts the probe's own).
+
+A second process keeping the GPU busy slows copies and pipelines: the figures are then this GPU's
+under that load, so pinned and streams hold back the timing warns it can produce and say why.
+Measured on the H200 (tools/device/verdicts.sh phase 1): idle, no process and 0%; beside the
+planted hog, its pid with 3.8 GB and 100% utilisation.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Mapping
+
+BUSY_UTIL_PERCENT = 10  # a kernel ran over a tenth of NVML's last sample period before the probe started
+
+
+def shared_gpu(raw: Mapping[str, Any]) -> str:
+    """Why the GPU counts as shared ("2 other processes (pids 61, 62), 100% busy before ..."), or ""."""
+    activity = raw.get("gpu_activity") or {}
+    before, after = activity.get("before") or {}, activity.get("after") or {}
+    others = _others(before) | _others(after)
+    unknown = _unattributed(before) or _unattributed(after)
+    util = before.get("gpu_util_percent")
+    parts = []
+    if others:
+        pids = ", ".join(str(p) for p in sorted(others))
+        parts.append(f"{len(others)} other process{'es' if len(others) > 1 else ''} on it (pid {pids})")
+    elif unknown:
+        parts.append(f"{unknown} process(es) NVML lists beside this one (pids from another namespace)")
+    if isinstance(util, (int, float)) and util >= BUSY_UTIL_PERCENT:
+        parts.append(f"{util:.0f}% utilisation before this probe started")
+    return "; ".join(parts)
+
+
+def _others(reading: Mapping[str, Any]) -> set[int]:
+    """Processes other than this one, where NVML's pids are this namespace's (own pid listed)."""
+    if not reading.get("own_listed"):
+        return set()
+    own = reading.get("own_pid")
+    return {int(p["pid"]) for p in reading.get("processes") or [] if p.get("pid") != own}
+
+
+def _unattributed(reading: Mapping[str, Any]) -> int:
+    """Where this process's pid is not among NVML's: how many besides one (ours) it lists."""
+    if reading.get("own_listed") or not reading.get("readable"):
+        return 0
+    return max(0, len(reading.get("processes") or []) - 1)
