@@ -6,7 +6,11 @@ The functions below take explicit sizes so bench/bench_alloc.py times exactly th
 
 from __future__ import annotations
 
+import json
+import os
 import statistics
+import subprocess
+import sys
 from typing import Any, Callable, Sequence
 
 import numpy as np
@@ -36,6 +40,7 @@ METHOD = ("numba nopython kernels call malloc/free through their C addresses (ct
           "themselves with clock_gettime(CLOCK_MONOTONIC); each block is touched once; all-CPU runs: "
           "one pinned thread per usable CPU, a spin barrier, per-thread ns per op (median of threads); "
           "first touch: fresh anonymous mmap per repeat, one byte written per 4 KiB; medians of repeats")
+CHILD_TIMEOUT_S = 120
 PREEMPTED_BELOW = 0.9    # a thread that had less of its wall time on a CPU was preempted
 
 
@@ -49,24 +54,29 @@ def measure(ctx: ProbeContext) -> dict[str, Any]:
     while len(threads) > 1 and mixed_bytes(len(threads)) > budget.bytes // 4:
         threads = threads[: len(threads) // 2]
     system = osys.system_allocator()
-    found, looked = osys.find_allocators(tuple(ctx.config.options.allocators or ()))
-    allocs = [system, *found]
+    looked = osys.find_allocators(tuple(ctx.config.options.allocators or ()))
+    found = [e for e in looked if e["found"]]
     iters_hint = ctx.config.options.iterations
     out: dict[str, Any] = {"method": METHOD, "quick": ctx.quick, "bind": ctx.config.bind, "repeats": settings.repeats,
                            "threads": len(threads), "cpus": list(threads), "sizes_bytes": list(SIZES),
                            "mixed": {"slots": MIXED_SLOTS, "min_bytes": 16, "max_bytes": MIXED_MAX},
                            "looked_for": looked, "budget": {"bytes": budget.bytes, "basis": budget.basis}}
     try:
-        with ctx.progress("alloc: allocators", len(allocs) + 1) as task:
-            out["allocators"] = {}
-            for a in allocs:
-                out["allocators"][a.name] = {"path": a.path, **allocator_figures(kernels, a, threads, settings,
-                                                                                 iters_hint)}
-                task.advance()
+        with ctx.progress("alloc: allocators", len(found) + 2) as task:
+            out["allocators"] = {"system": {"path": system.path, **allocator_figures(kernels, system, threads,
+                                                                                   settings, iters_hint)}}
+            task.advance()
             out["pool"] = pool_figures(kernels, threads, settings, iters_hint)
             task.advance()
+            for entry in found:
+                got = preloaded_figures(entry["found"], threads, ctx.quick, iters_hint)
+                if "error" in got:
+                    entry["error"] = got["error"]
+                else:
+                    out["allocators"][entry["name"]] = got
+                task.advance()
     finally:
-        osys.release_free_memory(allocs)
+        osys.release_free_memory(system)
     size_cap = ctx.config.options.size
     nbytes, basis = touch_bytes(settings, budget, size_cap)
     with ctx.progress("alloc: first touch", 1):
@@ -74,6 +84,33 @@ def measure(ctx: ProbeContext) -> dict[str, Any]:
     out["first_touch"]["capped_by"] = basis
     out["copy"] = copy_figures(kernels, copy_levels(ctx.host, settings, budget, size_cap), settings)
     return out
+
+
+def preloaded_figures(path: str, cpus: Sequence[int], quick: bool, iters_hint: int | None) -> dict[str, Any]:
+    """allocator_figures in a child process that runs with `path` preloaded as its malloc."""
+    args = json.dumps({"cpus": list(cpus), "quick": quick, "iterations": iters_hint, "expect": path})
+    try:
+        done = subprocess.run([sys.executable, "-m", "perfprobe.probes.alloc.measure", args],
+                              env=osys.preloaded_env(path), capture_output=True, text=True, timeout=CHILD_TIMEOUT_S)
+    except subprocess.TimeoutExpired:
+        return {"error": f"{path}: the measuring child ran past {CHILD_TIMEOUT_S} s"}
+    if done.returncode != 0:
+        tail = (done.stderr.strip().splitlines() or ["no output"])[-1]
+        return {"error": f"{path}: the measuring child failed ({tail})"}
+    result: dict[str, Any] = json.loads(done.stdout)
+    return result
+
+
+def _child(args: dict[str, Any]) -> dict[str, Any]:
+    """In the child: the preloaded allocator is the process's own malloc; check it is, measure it."""
+    from perfprobe.kernels import alloc_kernels as kernels
+
+    system = osys.system_allocator()
+    if os.path.realpath(system.path) != os.path.realpath(args["expect"]):
+        return {"error": f"{args['expect']}: preloading it left malloc in {system.path}"}
+    settings: Settings = PRESETS.pick(bool(args["quick"]))
+    return {"path": system.path, **allocator_figures(kernels, system, args["cpus"], settings, args["iterations"],
+                                                     settings.other_sizes)}
 
 
 def _stat(values: Sequence[float]) -> dict[str, float]:
@@ -115,10 +152,10 @@ def _calibrate(kernels: Any, cpu: int, make: Callable[[int], Callable[[int, int]
 
 
 def allocator_figures(kernels: Any, a: Any, cpus: Sequence[int], settings: Settings,
-                      iters_hint: int | None = None) -> dict[str, Any]:
+                      iters_hint: int | None = None, sizes: Sequence[int] = SIZES) -> dict[str, Any]:
     """malloc+free pairs per size and the mixed pattern, on one thread and on every CPU in `cpus`."""
     out: dict[str, Any] = {"pairs": {}, "mixed": {}}
-    for size in SIZES:
+    for size in sizes:
         def pairs(n: int, size: int = size) -> Callable[[int, int], tuple]:
             return lambda ready, parties: kernels.pairs_worker(ready, parties, a.malloc, a.free, size, n, 0, 0, 0)
         iters = _calibrate(kernels, cpus[0], pairs, 2000, settings, iters_hint)
@@ -195,3 +232,10 @@ def copy_figures(kernels: Any, levels: list[Any], settings: Settings) -> dict[st
     reps = 1 << 20
     out["move_ns"] = _stat([kernels.move(slots.ctypes.data, reps) / reps for _ in range(settings.repeats)])
     return out
+
+
+if __name__ == "__main__":  # the child of preloaded_figures
+    try:
+        print(json.dumps(_child(json.loads(sys.argv[1]))))
+    except Exception as exc:  # noqa: BLE001 - reported to the parent as this allocator's error
+        print(json.dumps({"error": f"{type(exc).__name__}: {exc}"}))

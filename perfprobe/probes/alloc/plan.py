@@ -40,10 +40,11 @@ class Settings:
     touch_bytes: int        # first-touch buffer (4 KiB and 2 MiB pages)
     dram_factor: int        # the DRAM copy is this many times the last-level cache
     retries: int            # re-runs of an all-thread point that was preempted
+    other_sizes: tuple[int, ...]   # pair sizes measured for allocators other than the process's own
 
 
-FULL = Settings(repeats=5, run_ms=4.0, touch_bytes=128 << 20, dram_factor=4, retries=2)
-QUICK = Settings(repeats=3, run_ms=1.0, touch_bytes=32 << 20, dram_factor=2, retries=1)
+FULL = Settings(repeats=5, run_ms=4.0, touch_bytes=128 << 20, dram_factor=4, retries=2, other_sizes=SIZES)
+QUICK = Settings(repeats=3, run_ms=1.0, touch_bytes=8 << 20, dram_factor=2, retries=1, other_sizes=(KEY_SIZE,))
 PRESETS = Presets(full=FULL, quick=QUICK)
 
 

@@ -85,41 +85,37 @@ def candidates(name: str) -> list[str]:
     return list(dict.fromkeys(out))
 
 
-def find_allocators(extra: tuple[str, ...] = ()) -> tuple[list[Allocator], list[dict[str, Any]]]:
-    """Every allocator library found and loadable, and a record of each one looked for."""
-    loaded: list[Allocator] = []
+def find_allocators(extra: tuple[str, ...] = ()) -> list[dict[str, Any]]:
+    """A record of each allocator looked for: its sonames and the library found (or None).
+
+    Nothing is loaded here: jemalloc and tcmalloc use initial-exec TLS and often cannot be
+    dlopen()ed into a running process ("cannot allocate memory in static TLS block"), so each is
+    measured in a child process that preloads it (LD_PRELOAD), as programs use them."""
     looked: list[dict[str, Any]] = []
     wanted = [(name, candidates(name), list(ALLOCATORS[name][1])) for name in ALLOCATORS]
     wanted += [(Path(p).name.split(".so")[0].removeprefix("lib"), [p], [p]) for p in extra]
     for name, paths, sonames in wanted:
-        entry: dict[str, Any] = {"name": name, "looked_for": sonames, "found": None, "error": None}
-        for path in paths:
-            try:
-                lib = ctypes.CDLL(path)
-                malloc, free = _functions(lib)
-            except (OSError, AttributeError) as exc:
-                entry["error"] = f"{path}: {exc}"
-                continue
-            real = _library_of(malloc) or path
-            entry["found"], entry["error"] = real, None
-            loaded.append(Allocator(name, real, malloc, free, lib))
-            break
-        looked.append(entry)
-    return loaded, looked
+        found = next((p for p in paths if "/" in p), paths[0] if paths else None)
+        looked.append({"name": name, "looked_for": sonames,
+                       "found": os.path.realpath(found) if found and "/" in found else found, "error": None})
+    return looked
 
 
-def release_free_memory(allocators: list[Allocator]) -> None:
-    """Hand memory that the allocators keep after free() back to the kernel (the run frees all)."""
-    for a in allocators:
-        lib = a.lib
-        for symbol, call in (("malloc_trim", lambda f: f(0)),
-                             ("MallocExtension_ReleaseFreeMemory", lambda f: f()),
-                             ("mi_collect", lambda f: f(1))):
-            fn = getattr(lib, symbol, None) if a.name in ("system", "tcmalloc", "mimalloc") else None
-            if fn is not None:
-                call(fn)
-        if a.name == "jemalloc" and hasattr(lib, "mallctl"):
-            lib.mallctl(b"arena.4096.purge", None, None, None, ctypes.c_size_t(0))
+def preloaded_env(path: str) -> dict[str, str]:
+    """The environment of a child process that runs with `path` as its malloc (LD_PRELOAD)."""
+    import sys
+
+    env = dict(os.environ)
+    env["LD_PRELOAD"] = " ".join(filter(None, [path, env.get("LD_PRELOAD", "")]))
+    env["PYTHONPATH"] = os.pathsep.join(p for p in sys.path if p)
+    return env
+
+
+def release_free_memory(a: Allocator) -> None:
+    """Hand what the process's allocator keeps after free() back to the kernel (the run frees all)."""
+    trim = getattr(a.lib, "malloc_trim", None)
+    if trim is not None:
+        trim(0)
 
 
 @dataclass
