@@ -59,19 +59,54 @@ def summarise(reports: list[dict[str, Any]], codes: list[int]) -> dict[str, Any]
     fired = collections.Counter(k for s in sets for k in s if " = " not in k)
     ceilings = [k for r in reports for k in ceiling_breaches(r)]
     return {"runs": len(reports), "flips": sum(s != majority for s in sets), "fired": fired,
-            "exit_codes": collections.Counter(codes), "ceiling_breaches": ceilings}
+            "exit_codes": collections.Counter(codes), "ceiling_breaches": ceilings,
+            "notes": held_and_unconfirmed(reports)}
+
+
+CEILED = re.compile(r"efficiency|fraction")  # ratio metrics with a ceiling of 1 (ideal, link, share)
+CEILED_TEXT = re.compile(r"(\d+(?:\.\d+)?)% of (the ideal|one thread's speed|the \S+ link)")
 
 
 def ceiling_breaches(report: dict[str, Any]) -> list[str]:
-    """Metrics whose unit says they have a physical ceiling (fractions, efficiencies) above it."""
+    """Figures with a physical ceiling above it: metrics in fractions or %, ratio metrics named
+    *efficiency* / *fraction*, and messages saying "N% of the ideal" (or of one thread, of the link)."""
     out = []
     for result in report["results"]:
         for name, metric in (result.get("metrics") or {}).items():
             value, unit = metric.get("value"), metric.get("unit")
-            if isinstance(value, (int, float)) and unit in ("fraction", "%"):
-                if value > (100.0 if unit == "%" else 1.0) + 1e-9:
-                    out.append(f"{result['probe']}: {name} = {value} {unit}")
+            if not isinstance(value, (int, float)):
+                continue
+            ceiled = unit in ("fraction", "%") or (unit == "ratio" and CEILED.search(name))
+            if ceiled and value > (100.0 if unit == "%" else 1.0) + 1e-9:
+                out.append(f"{result['probe']}: {name} = {value} {unit}")
+        for finding in result.get("findings") or []:
+            out += [f"{result['probe']}: \"{m.group(0)}\"" for m in CEILED_TEXT.finditer(finding["message"])
+                    if float(m.group(1)) > 100.0]
     return out
+
+
+def held_and_unconfirmed(reports: list[dict[str, Any]]) -> dict[str, int]:
+    """How many pass notes were warns held back under load or not confirmed on a re-measurement."""
+    counts = collections.Counter()
+    for report in reports:
+        for result in report["results"]:
+            for finding in result.get("findings") or []:
+                if finding["message"].startswith("not confirmed on a re-measurement"):
+                    counts["not confirmed on a re-measurement"] += 1
+                elif finding["message"].startswith("held back"):
+                    counts["held back under load"] += 1
+                elif (finding.get("confirmation") or {}).get("confirmed"):
+                    counts["confirmed on a re-measurement"] += 1
+    return dict(counts)
+
+
+def machine_load() -> str:
+    """The 1-minute load average and this host's CPU count: whether others were busy meanwhile."""
+    try:
+        one = os.getloadavg()[0]
+    except OSError:
+        return "unknown"
+    return f"{one:.1f} on {os.cpu_count()} CPUs"
 
 
 def host_label(report: dict[str, Any]) -> str:
@@ -82,14 +117,18 @@ def host_label(report: dict[str, Any]) -> str:
     return f"{cpu}, {cpus} CPUs, {gpus}, kernel {host.get('kernel')}"
 
 
-def markdown(label: str, args: argparse.Namespace, summary: dict[str, Any], seconds: list[float]) -> str:
+def markdown(label: str, args: argparse.Namespace, summary: dict[str, Any], seconds: list[float],
+             load: tuple[str, str] = ("unknown", "unknown")) -> str:
     when = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
+    notes = summary.get("notes") or {}
     lines = [f"<!-- host: {label} -->", f"## {label}", "",
              f"`perfprobe all --quick {' '.join(args.extra)}`".replace(" `", "`"),
-             f"× {summary['runs']} on {when}; run time {min(seconds):.0f}–{max(seconds):.0f} s.", "",
+             f"× {summary['runs']} on {when}; run time {min(seconds):.0f}–{max(seconds):.0f} s; "
+             f"load average {load[0]} before, {load[1]} after.", "",
              f"- **flips: {summary['flips']}** (runs whose verdict set differs from the majority)",
              "- exit codes: " + ", ".join(f"{c}: {n}×" for c, n in sorted(summary["exit_codes"].items())),
-             "- ratios above their ceiling: " + (", ".join(summary["ceiling_breaches"]) or "none"), "",
+             "- ratios above their ceiling: " + (", ".join(summary["ceiling_breaches"]) or "none"),
+             "- warns turned notes: " + (", ".join(f"{k} {n}×" for k, n in sorted(notes.items())) or "none"), "",
              "| finding (numbers blanked) | fired in |", "| --- | --- |"]
     lines += [f"| {key} | {n} of {summary['runs']} |" for key, n in sorted(summary["fired"].items())]
     if not summary["fired"]:
@@ -117,6 +156,7 @@ def main() -> int:
     if args.runs < 1:
         parser.error("--runs must be at least 1")
     reports, codes, seconds = [], [], []
+    load_before = machine_load()
     for index in range(args.runs):
         report, code, elapsed = run_once(args.extra)
         reports.append(report), codes.append(code), seconds.append(elapsed)
@@ -126,7 +166,7 @@ def main() -> int:
             (args.save_reports / f"run{index + 1:02d}.json").write_text(json.dumps(report))
     summary = summarise(reports, codes)
     label = host_label(reports[0])
-    section = markdown(label, args, summary, seconds)
+    section = markdown(label, args, summary, seconds, (load_before, machine_load()))
     print(section)
     args.out.parent.mkdir(parents=True, exist_ok=True)
     write_section(args.out, label, section)
