@@ -73,7 +73,7 @@ def test_a_run_frees_everything_it_took():
     raw = _measure(knobs)
     gc.collect()
     after = psutil.Process().memory_info().rss
-    assert raw["first_touch"]["bytes"] == 32 << 20 and raw["copy"]["levels"][-1]["bytes"] == 32 << 20
+    assert raw["copy"]["levels"][-1]["bytes"] == 32 << 20  # source and destination: 64 MiB
     assert after - before < 16 << 20, f"RSS grew by {(after - before) >> 20} MiB"
 
 
