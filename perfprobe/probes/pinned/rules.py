@@ -62,8 +62,8 @@ def rule_bandwidth(raw: Raw, host: Facts) -> list[Finding]:
     if share < LINK_FRACTION_MIN:
         return [Finding(Verdict.WARN, text + f" (under {LINK_FRACTION_MIN:.0%})",
                         "check other traffic on the link, the IOMMU mode, and that the buffer's NUMA "
-                        "node is the GPU's (perfprobe numa)")]
-    return [Finding(Verdict.PASS, text)]
+                        "node is the GPU's (perfprobe numa)", confirm=("bandwidth",), figure=share)]
+    return [Finding(Verdict.PASS, text, confirm=("bandwidth",), figure=share)]
 
 
 def rule_numa(raw: Raw, host: Facts) -> list[Finding]:

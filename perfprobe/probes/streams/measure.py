@@ -179,3 +179,42 @@ def _host_overlap(dev: sk.Device, elements: int, iters: int) -> dict[str, Any]:
 
     return {**sk.host_overlap(dev, elements, iters, host_work), "host_work_repeats": reps}
 
+
+
+def remeasure(ctx: ProbeContext, raw: dict[str, Any], keys: tuple[str, ...]) -> dict[str, Any]:
+    """Confirmation (perfprobe/confirm.py): "overlap": the stages alone and the best configuration
+    (the ideal and the time it is judged against) timed again; "host_overlap": host work beside
+    GPU work again. Same buffer size and kernel length as the first run; `raw` with those replaced."""
+    cupy = cuda_runtime.load_cupy()
+    device, elements, iters = ctx.device or 0, int(raw["elements"]), int(raw["iters"])
+    props = cuda_runtime.device_properties(cupy, device)
+    out = dict(raw)
+    buffers = tk.Allocations(cupy)
+    dev = None
+    try:
+        with cupy.cuda.Device(device):
+            dev = sk.Device.create(cupy, buffers, elements, plan.MAX_STREAMS, props["multiprocessors"])
+            if "overlap" in keys:
+                host = _host_buffers(buffers, elements)
+                nbytes = elements * 4
+                stages = dict(raw["stage_ms"])
+                stages["h2d"] = sk.time_copy(dev, dev.d_in.data.ptr, host["pin_in"], nbytes, sk.H2D)
+                stages["d2h"] = sk.time_copy(dev, host["pin_out"], dev.d_out.data.ptr, nbytes, sk.D2H)
+                stages["kernel"] = sk.time_kernel(dev, elements, iters)
+                out["stage_ms"] = stages
+                pinned = (host["pin_in"], host["pin_out"])
+                serial = _config(dev, host, pinned, elements, 1, 1, iters, check=_check_reference(host, iters))
+                host["serial"][:] = host["out"]
+                ok = [c for c in raw["configs"] if c.get("verified")] or raw["configs"]
+                best = min(ok, key=lambda c: c["ms"]["median"])
+                again = _config(dev, host, pinned, elements, best["chunks"], best["streams"], iters,
+                                check=_check_same(host, "out"))
+                out["configs"] = [again if c is best else c for c in raw["configs"]]
+                out["serial"] = serial
+            if "host_overlap" in keys:
+                out["host_overlap"] = _host_overlap(dev, elements, iters)
+    finally:
+        if dev is not None:
+            dev.close()
+        buffers.close()
+    return out

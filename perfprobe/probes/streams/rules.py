@@ -53,8 +53,9 @@ def rule_overlap(raw: Raw, host: Facts) -> list[Finding]:
               f"({format_bytes(raw['size_bytes'] // best['chunks'])} per chunk) on this GPU")
     if eff < EFFICIENCY_MIN:
         return [Finding(Verdict.WARN, text + f" (under {EFFICIENCY_MIN:.0%})",
-                        advice + "; other work on the GPU or a busy host thread can also stall it")]
-    return [Finding(Verdict.PASS, text, advice)]
+                        advice + "; other work on the GPU or a busy host thread can also stall it",
+                        confirm=("overlap",), figure=eff)]
+    return [Finding(Verdict.PASS, text, advice, confirm=("overlap",), figure=eff)]
 
 
 def rule_engines(raw: Raw, host: Facts) -> list[Finding]:
@@ -97,7 +98,7 @@ def rule_host_overlap(raw: Raw, host: Facts) -> list[Finding]:
             f"{o['sync_ms']:.1f} ms one after the other, {o['async_ms']:.1f} ms overlapped ({hidden:.0%} hidden)")
     advice = "launch step N+1 before processing step N's output on the host, synchronize only when needed"
     verdict = Verdict.WARN if hidden < HOST_HIDDEN_MIN else Verdict.PASS
-    return [Finding(verdict, text, advice)]
+    return [Finding(verdict, text, advice, confirm=("host_overlap",), figure=hidden)]
 
 
 def rule_budget(raw: Raw, host: Facts) -> list[Finding]:

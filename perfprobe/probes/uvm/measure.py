@@ -27,14 +27,31 @@ def measure(ctx: ProbeContext) -> dict[str, Any]:
             cupy.get_default_pinned_memory_pool().free_all_blocks()
 
 
-def _measure_on(cupy: Any, device: int, ctx: ProbeContext) -> dict[str, Any]:
+def remeasure(ctx: ProbeContext, raw: dict[str, Any], keys: tuple[str, ...]) -> dict[str, Any]:
+    """Confirmation (perfprobe/confirm.py): only the path functions that time the paths named in
+    `keys`, at the first run's size; `raw` with those paths replaced."""
+    cupy = cuda_runtime.load_cupy()
+    device = ctx.device or 0
+    with cupy.cuda.Device(device):
+        try:
+            return _measure_on(cupy, device, ctx, only=set(keys), size=int(raw["size_bytes"]), first=raw)
+        finally:
+            cupy.get_default_memory_pool().free_all_blocks()
+            cupy.get_default_pinned_memory_pool().free_all_blocks()
+
+
+def _measure_on(cupy: Any, device: int, ctx: ProbeContext, only: set[str] | None = None,
+                size: int | None = None, first: dict[str, Any] | None = None) -> dict[str, Any]:
     preset = ctx.config.preset(PRESETS)
     props = cuda_runtime.device_properties(cupy, device)
     attrs = uvm_memory.device_attributes(cupy, device)
-    size, note = plan.choose_size(
-        ctx.config.options.size, preset,
-        gpu_memory_budget(cuda_runtime.free_memory_bytes(cupy), plan.DEVICE_FRACTION),
-        host_memory_budget(ctx.host, ctx.config.bind, plan.HOST_FRACTION))
+    if size is None:
+        size, note = plan.choose_size(
+            ctx.config.options.size, preset,
+            gpu_memory_budget(cuda_runtime.free_memory_bytes(cupy), plan.DEVICE_FRACTION),
+            host_memory_budget(ctx.host, ctx.config.bind, plan.HOST_FRACTION))
+    else:
+        note = (first or {}).get("size_note")
     counts = plan.counts(ctx.config.options, preset)
     stream = cupy.cuda.Stream(non_blocking=True)
     api = uvm_memory.UvmApi(cupy, device)
@@ -42,17 +59,21 @@ def _measure_on(cupy: Any, device: int, ctx: ProbeContext) -> dict[str, Any]:
                             size, counts.repeats, counts.passes,
                             timeout_s=30 + counts.passes * size / 0.5e9)
     threads = usable_threads(ctx.config.options.host_threads)
-    with stream, host_threads(threads), ctx.progress("uvm: access paths", len(plan.PLAN)) as task:
-        paths = _run_plan(bench, attrs, task.advance)
+    steps = [(name, needs) for name, needs in plan.PLAN if only is None or only & set(plan.path_names(name))]
+    with stream, host_threads(threads), ctx.progress("uvm: access paths", len(steps)) as task:
+        paths = _run_plan(bench, attrs, task.advance, steps)
+    if first is not None:
+        return {**first, "paths": {**first["paths"], **paths}}
     return {"device": {"index": device, **props}, "attributes": attrs, "size_bytes": size,
             "size_note": note, "repeats": counts.repeats, "passes": counts.passes, "host_threads": threads,
             "api_used": dict(api.used), "api_notes": list(api.notes), "paths": paths}
 
 
-def _run_plan(bench: uvm_paths.Bench, attrs: Mapping[str, int], advance: Callable[[], None]) -> dict[str, Any]:
+def _run_plan(bench: uvm_paths.Bench, attrs: Mapping[str, int], advance: Callable[[], None],
+              steps: Any = plan.PLAN) -> dict[str, Any]:
     """Run each path its attributes allow; a path whose API is missing is recorded as skipped."""
     paths: dict[str, Any] = {}
-    for name, needs in plan.PLAN:
+    for name, needs in steps:
         names = plan.path_names(name)
         missing = [a for a in needs if not attrs.get(a)]
         if missing:

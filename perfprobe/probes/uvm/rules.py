@@ -57,17 +57,18 @@ def rule_on_demand(raw: Raw, host: Facts) -> list[Finding]:
               "host-written managed data" + _preferred_location_also(raw))
     text = (f"GPU reads of host-written managed memory are {ratio:.1f}× slower on demand (page faults) "
             f"than after a prefetch: {figures}")
-    return [_against_healthy("on_demand", ratio, text, advice)]
+    return [_against_healthy("on_demand", ratio, text, advice, ("managed_on_demand", "managed_prefetch"))]
 
 
-def _against_healthy(name: str, ratio: float, text: str, advice: str) -> Finding:
+def _against_healthy(name: str, ratio: float, text: str, advice: str, paths: tuple[str, ...]) -> Finding:
     """True of every CUDA host: a pass with the healthy range, a warn only far beyond its top."""
     low, high, where = HEALTHY[name]
     if ratio > FAR_OUTSIDE * high:
         return Finding(Verdict.WARN, f"{text}; {ratio / high:.1f}× the highest seen on healthy hosts "
                        f"({low:g}–{high:g}×, {where})", advice + "; and check the driver, the IOMMU and "
-                       "other work on the GPU: healthy hosts migrate far faster")
-    return Finding(Verdict.PASS, f"{text} (healthy hosts: {low:g}–{high:g}×, true of every CUDA host)", advice)
+                       "other work on the GPU: healthy hosts migrate far faster", confirm=paths, figure=ratio)
+    return Finding(Verdict.PASS, f"{text} (healthy hosts: {low:g}–{high:g}×, true of every CUDA host)", advice,
+                   confirm=paths, figure=ratio)
 
 
 def _preferred_location_also(raw: Raw) -> str:
@@ -85,13 +86,14 @@ def rule_prefetch_vs_copy(raw: Raw, host: Facts) -> list[Finding]:
         return []
     figures = (f"prefetch + kernel {_gb(gbs(raw, 'managed_prefetch'))}, pinned copy + kernel "
                f"{_gb(gbs(raw, 'explicit_copy'))}")
+    keys = ("managed_prefetch", "explicit_copy")
     if ratio >= THRESHOLDS["prefetch_vs_copy"]:
         return [Finding(Verdict.WARN, f"a prefetch of managed memory to the GPU is {ratio:.1f}× slower "
                         f"than an explicit copy from pinned memory: {figures}",
                         "for bulk transfers, copy explicitly from pinned memory (cudaMallocHost + "
-                        "cudaMemcpyAsync)")]
+                        "cudaMemcpyAsync)", confirm=keys, figure=ratio)]
     return [Finding(Verdict.PASS, f"prefetching managed memory to the GPU takes {ratio:.2f}× the time "
-                    f"of an explicit pinned copy: {figures}")]
+                    f"of an explicit pinned copy: {figures}", confirm=keys, figure=ratio)]
 
 
 def rule_advice(raw: Raw, host: Facts) -> list[Finding]:
@@ -124,17 +126,19 @@ def rule_host_on_demand(raw: Raw, host: Facts) -> list[Finding]:
     figures = (f"on demand {_gb(gbs(raw, 'host_on_demand'))} against "
                f"{_gb(gbs(raw, 'host_prefetch'))} after a prefetch to the host"
                + (f", {raw['host_threads']} reading threads" if raw.get("host_threads") else ""))
+    keys = ("host_on_demand", "host_prefetch")
     if ratio >= THRESHOLDS["host_on_demand_slowdown"]:
         return [Finding(
             Verdict.WARN, f"the CPU reading GPU-written managed memory is {ratio:.1f}× slower on "
-            f"demand than after a prefetch: {figures}", _HOST_PREFETCH_ADVICE)]
+            f"demand than after a prefetch: {figures}", _HOST_PREFETCH_ADVICE, confirm=keys, figure=ratio)]
     if ratio < 1.0:
         return [Finding(Verdict.PASS, f"the CPU reads GPU-written managed memory {1 / ratio:.2f}× faster "
                         f"on demand than after a prefetch to the host: {figures}",
                         "reading threads fault pages back in parallel here, so a prefetch to the host "
-                        "does not pay" + _copy_is_faster(raw))]
+                        "does not pay" + _copy_is_faster(raw), confirm=keys, figure=ratio)]
     return [Finding(Verdict.PASS, f"the CPU reading GPU-written managed memory on demand takes "
-                    f"{ratio:.2f}× the time it takes after a prefetch to the host: {figures}")]
+                    f"{ratio:.2f}× the time it takes after a prefetch to the host: {figures}",
+                    confirm=keys, figure=ratio)]
 
 
 def _copy_is_faster(raw: Raw) -> str:
@@ -159,7 +163,8 @@ def rule_host_prefetch_vs_copy(raw: Raw, host: Facts) -> list[Finding]:
                f"pinned memory {_gb(size / copy / 1e9)}")
     return [_against_healthy("host_prefetch_vs_copy", ratio, f"moving GPU results to the host by prefetch "
                              f"is {ratio:.1f}× slower than an explicit copy: {figures}",
-                             "for bulk results, cudaMemcpyAsync from device memory into pinned host memory")]
+                             "for bulk results, cudaMemcpyAsync from device memory into pinned host memory",
+                             ("host_prefetch", "host_explicit_copy"))]
 
 
 def rule_zero_copy(raw: Raw, host: Facts) -> list[Finding]:
