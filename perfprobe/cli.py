@@ -161,6 +161,7 @@ def _cpu_command(name: str, doc: str) -> None:
 
 _cpu_command("layout", "Data layout: split loads (line, page) against aligned, AoS against SoA per cache level.")
 _cpu_command("branch", "Branches: mispredict cost in cycles, predictor reach, what branch-free code saves.")
+_cpu_command("ipc", "IPC: round trips and streams over sockets, pipes, TCP and a shared-memory ring; event-loop cost.")
 
 
 @app.command()

@@ -14,6 +14,7 @@ PROBE_MODULES: dict[str, str] = {
     "layout": "perfprobe.probes.layout",
     "branch": "perfprobe.probes.branch",
     "alloc": "perfprobe.probes.alloc",
+    "ipc": "perfprobe.probes.ipc",
     "pinned": "perfprobe.probes.pinned",
     "streams": "perfprobe.probes.streams",
     "uvm": "perfprobe.probes.uvm",

@@ -1,0 +1,125 @@
+"""Pure readers of ipc's raw numbers: what rules and tables both read."""
+
+from __future__ import annotations
+
+from typing import Any, Mapping, Optional
+
+from perfprobe.probes.ipc.plan import RING_MODES, SMALL, TRANSPORTS, size_label
+
+Raw = Mapping[str, Any]
+MEET_RATIO = 1.1   # the ring and the socket "meet" where the ring is no longer 10% faster
+
+
+def main(raw: Raw) -> str:
+    return str(raw["main"])
+
+
+def runs(raw: Raw, placement: Optional[str] = None) -> Mapping[str, Any]:
+    out: Mapping[str, Any] = (raw.get("runs") or {}).get(placement or main(raw)) or {}
+    return out
+
+
+def entry(raw: Raw, transport: str, size: int = SMALL, placement: Optional[str] = None) -> Optional[Mapping[str, Any]]:
+    found: Optional[Mapping[str, Any]] = (runs(raw, placement).get(transport) or {}).get(size_label(size))
+    return found
+
+
+def rtt_us(raw: Raw, transport: str, size: int = SMALL, placement: Optional[str] = None, stat: str = "median") -> Optional[float]:
+    """Median (or p99, min, max) round trip in µs; None when not measured."""
+    e = entry(raw, transport, size, placement)
+    return float(e["pingpong"]["rtt_us"][stat]) if e else None
+
+
+def stream(raw: Raw, transport: str, size: int, what: str) -> Optional[float]:
+    """Median msgs_per_s or gbs of the one-way stream on the main placement."""
+    e = entry(raw, transport, size)
+    return float(e["stream"][what]["median"]) if e and "stream" in e else None
+
+
+def cpu_s_per_msg(raw: Raw, transport: str, size: int = SMALL) -> Optional[float]:
+    """CPU seconds of both processes per one-way message of the 64-byte ping-pong."""
+    e = entry(raw, transport, size)
+    return float(e["pingpong"]["cpu_s_per_msg"]) if e else None
+
+
+def cpu_utilisation(raw: Raw, transport: str, size: int = SMALL) -> Optional[float]:
+    """CPU seconds of both processes per second of ping-pong (2.0: two cores busy throughout)."""
+    e = entry(raw, transport, size)
+    value = e["pingpong"].get("cpu_utilisation") if e else None
+    return float(value) if value is not None else None
+
+
+def sizes(raw: Raw) -> list[int]:
+    return [int(s) for s in raw.get("sizes") or []]
+
+
+def transports(raw: Raw) -> list[str]:
+    return [t for t in TRANSPORTS if t in runs(raw)]
+
+
+def ring(raw: Raw) -> Optional[str]:
+    """The ring mode the ring-against-socket figures use: spinning where measured, else the futex."""
+    return next((t for t in ("shm_spin", "shm_futex") if t in runs(raw)), None)
+
+
+def ring_speedup(raw: Raw, size: int = SMALL) -> Optional[float]:
+    """Unix-socket round trip over the ring's at one size."""
+    r = ring(raw)
+    uds, shm = rtt_us(raw, "uds", size), rtt_us(raw, r, size) if r else None
+    return uds / shm if uds and shm else None
+
+
+def crossover_bytes(raw: Raw) -> Optional[int]:
+    """The smallest size at which the ring is no longer MEET_RATIO faster than the Unix socket."""
+    for size in sizes(raw):
+        speedup = ring_speedup(raw, size)
+        if speedup is not None and speedup < MEET_RATIO:
+            return size
+    return None
+
+
+def event_loop_rtt_us(raw: Raw, loop: str) -> Optional[float]:
+    e = (raw.get("event_loop") or {}).get(loop) or {}
+    return float(e["rtt_us"]["median"]) if "rtt_us" in e else None
+
+
+def event_loop_overhead_us(raw: Raw, loop: str) -> Optional[float]:
+    """What the Python event loop adds to a 64-byte Unix-socket round trip."""
+    through, compiled = event_loop_rtt_us(raw, loop), rtt_us(raw, "uds")
+    return through - compiled if through is not None and compiled is not None else None
+
+
+def placement(raw: Raw, name: str) -> Mapping[str, Any]:
+    found: Mapping[str, Any] = next((p for p in raw.get("placements") or [] if p["name"] == name), {})
+    return found
+
+
+def measured_placements(raw: Raw) -> list[str]:
+    return [p["name"] for p in raw.get("placements") or [] if p.get("cpus") and p["name"] in (raw.get("runs") or {})]
+
+
+def penalty(raw: Raw, other: str, transport: str) -> Optional[float]:
+    """64-byte round trip on another placement over the main placement's."""
+    there, here = rtt_us(raw, transport, placement=other), rtt_us(raw, transport)
+    return there / here if there and here else None
+
+
+def is_ring(transport: str) -> bool:
+    return transport in RING_MODES
+
+
+def likely_causes(raw: Raw, usable_cpus: int) -> list[str]:
+    """What the recorded context says can slow IPC that is not the transport."""
+    ctx = raw.get("context") or {}
+    out = []
+    load = ctx.get("loadavg") or []
+    if load and usable_cpus and float(load[0]) > 0.75 * usable_cpus:
+        out.append(f"a host under load (load average {float(load[0]):.1f} on {usable_cpus} CPUs)")
+    if ctx.get("steal_s"):
+        out.append(f"CPU time stolen by the hypervisor ({float(ctx['steal_s']):.2f} s during the run)")
+    quota = ctx.get("cpu_max")
+    if quota and not str(quota).startswith("max"):
+        out.append(f"a CPU quota (cgroup cpu.max {quota})")
+    if ctx.get("seccomp") == 2:
+        out.append("a seccomp filter on every system call (Seccomp: 2)")
+    return out

@@ -1,0 +1,143 @@
+"""What `perfprobe ipc` runs: transports, message sizes, message counts, placements, presets. Pure.
+
+Placements are pairs of CPUs for the scheduler (this process) and the worker:
+- `two_cores`: two CPUs of different cores on one node: what a scheduler and its worker usually get;
+- `smt_siblings`: the two hardware threads of one core, where the host has SMT;
+- `same_cpu`: both on one CPU, taking turns: always possible, even with one usable CPU (so the probe
+  does not require two CPUs; it says what it could not measure). Spinning is not measured there:
+  a spinning receiver holds the only CPU until its time slice ends;
+- `cross_node`: CPUs on two NUMA nodes, on hosts with several (under --bind, the scheduler stays on
+  the bound node and the worker goes to another).
+The first possible of two_cores, smt_siblings, same_cpu is the main placement: every transport and
+size is measured there; the others measure the small-message round trip only.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Mapping, Sequence
+
+from perfprobe.config import Presets
+from perfprobe.host.facts import Facts, numa_nodes
+
+FD_TRANSPORTS = ("uds", "uds_seqpacket", "pipe", "tcp")
+RING_MODES = {"shm_spin": 0, "shm_futex": 1, "shm_eventfd": 2}   # kernels' SPIN, FUTEX, EVENTFD
+TRANSPORTS = FD_TRANSPORTS + tuple(RING_MODES)
+PLACEMENTS = ("two_cores", "smt_siblings", "same_cpu", "cross_node")
+MAIN_ORDER = ("two_cores", "smt_siblings", "same_cpu")
+RING_BYTES = 4 << 20          # each direction's ring: at least 4 slots of the largest message
+SMALL = 64                    # the message size of the placement and event-loop comparisons
+CALIBRATION_MESSAGES = 8      # round trips that size (and warm) each timed run
+
+
+@dataclass(frozen=True)
+class Settings:
+    """How hard to measure."""
+
+    sizes: tuple[int, ...]
+    run_ms: float             # target length of one timed run
+    min_messages: int
+    max_messages: int
+    stream_repeats: int       # repeats of each one-way stream (median, min-max)
+    async_messages: int       # round trips through the event loop
+    warmup_fraction: float    # leading round trips left out of the statistics
+
+
+FULL = Settings(sizes=(64, 256, 1 << 10, 4 << 10, 16 << 10, 64 << 10, 256 << 10, 1 << 20), run_ms=40.0,
+                min_messages=50, max_messages=50_000, stream_repeats=3, async_messages=5000,
+                warmup_fraction=0.1)
+QUICK = Settings(sizes=(64, 4 << 10, 64 << 10, 1 << 20), run_ms=3.0, min_messages=16, max_messages=4000,
+                 stream_repeats=1, async_messages=600, warmup_fraction=0.1)
+PRESETS = Presets(full=FULL, quick=QUICK)
+
+
+@dataclass(frozen=True)
+class Placement:
+    name: str
+    cpus: tuple[int, int] | None   # (scheduler, worker); None when not possible here
+    why: str                       # how the CPUs were chosen, or why it is not possible
+
+
+def size_label(size: int) -> str:
+    """64B, 4K, 1M: the size in metric names."""
+    for shift, unit in ((20, "M"), (10, "K")):
+        if size >= 1 << shift and size % (1 << shift) == 0:
+            return f"{size >> shift}{unit}"
+    return f"{size}B"
+
+
+def messages(size: int, settings: Settings, each_us: float | None = None) -> int:
+    """Messages for a timed run of about run_ms: from a calibrating run's time per message, or
+    without one from a rough cost model (5 us + 1 GB/s)."""
+    estimate_us = each_us if each_us and each_us > 0 else 5.0 + size / 1000.0
+    count = int(settings.run_ms * 1000.0 / estimate_us)
+    return max(settings.min_messages, min(settings.max_messages, count))
+
+
+def seqpacket_sizes(sizes: Sequence[int], sndbuf_bytes: int) -> list[int]:
+    """The sizes a SOCK_SEQPACKET message can take with this send buffer (half of it, for headroom)."""
+    return [s for s in sizes if s <= sndbuf_bytes // 2]
+
+
+def placements(host: Facts, usable: Sequence[int], bound_node: int | None = None) -> list[Placement]:
+    """Every placement, with its CPU pair or the reason it is not possible here."""
+    usable_set = set(usable)
+    cores = [sorted(set(c) & usable_set) for c in (host.get("cpus") or {}).get("cores") or [[u] for u in usable]]
+    cores = [c for c in cores if c]
+    out = [_two_cores(cores, host, usable_set), _smt(cores)]
+    out.append(Placement("same_cpu", (usable[0], usable[0]), f"both on CPU {usable[0]}, taking turns")
+               if usable else Placement("same_cpu", None, "no usable CPU"))
+    out.append(_cross_node(host, usable_set, bound_node))
+    return out
+
+
+def _node_of(host: Facts, cpu: int) -> int | None:
+    return next((int(n["id"]) for n in numa_nodes(host) if cpu in (n.get("cpus") or [])), None)
+
+
+def _two_cores(cores: list[list[int]], host: Facts, usable: set[int]) -> Placement:
+    for i, first in enumerate(cores):
+        for second in cores[i + 1:]:
+            if _node_of(host, first[0]) == _node_of(host, second[0]):
+                return Placement("two_cores", (first[0], second[0]),
+                                 f"CPUs {first[0]} and {second[0]}: two cores of one node")
+    why = "one usable CPU" if len(usable) < 2 else "no two usable cores share a node"
+    return Placement("two_cores", None, why)
+
+
+def _smt(cores: list[list[int]]) -> Placement:
+    for core in cores:
+        if len(core) >= 2:
+            return Placement("smt_siblings", (core[0], core[1]), f"CPUs {core[0]} and {core[1]}: one core's hardware threads")
+    return Placement("smt_siblings", None, "no core with two usable hardware threads (no SMT here)")
+
+
+def _cross_node(host: Facts, usable: set[int], bound_node: int | None) -> Placement:
+    nodes = [(int(n["id"]), sorted(set(n.get("cpus") or []) & usable)) for n in numa_nodes(host)]
+    nodes = [(nid, cpus) for nid, cpus in nodes if cpus]
+    if bound_node is not None:
+        nodes.sort(key=lambda item: item[0] != bound_node)
+    if len(nodes) < 2:
+        return Placement("cross_node", None, f"{len(nodes)} NUMA node(s) with usable CPUs")
+    (a, cpus_a), (b, cpus_b) = nodes[0], nodes[1]
+    return Placement("cross_node", (cpus_a[0], cpus_b[0]), f"CPU {cpus_a[0]} (node {a}) and CPU {cpus_b[0]} (node {b})")
+
+
+def main_placement(found: Sequence[Placement]) -> Placement | None:
+    """The placement every transport and size is measured on."""
+    by_name = {p.name: p for p in found}
+    return next((by_name[n] for n in MAIN_ORDER if n in by_name and by_name[n].cpus is not None), None)
+
+
+def transports_for(placement: str) -> tuple[str, ...]:
+    """What a placement measures: no spinning when both take turns on one CPU."""
+    return tuple(t for t in TRANSPORTS if not (placement == "same_cpu" and t == "shm_spin"))
+
+
+def as_dict(p: Placement) -> dict[str, Any]:
+    return {"name": p.name, "cpus": list(p.cpus) if p.cpus else None, "why": p.why}
+
+
+def from_dict(d: Mapping[str, Any]) -> Placement:
+    cpus = d.get("cpus")
+    return Placement(str(d["name"]), (int(cpus[0]), int(cpus[1])) if cpus else None, str(d.get("why", "")))
