@@ -1,0 +1,106 @@
+"""`perfprobe alloc` against a native C reference, side by side, in one run.
+
+Builds bench/alloc_ref.c with the system cc (-O2 -pthread), then alternates C runs and perfprobe's
+own measuring functions (perfprobe/probes/alloc/measure.py and pages.py, the same kernels and
+iteration counts), REPEATS times, on the same CPUs and sizes: malloc+free of 64 B and the mixed
+pattern on one thread and on every usable CPU, the 64 B pool, first touch per 4 KiB and 2 MiB page,
+memcpy GB/s at the probe's L1/L2/L3/DRAM sizes. Target: every figure within ±10% of C's (medians).
+Exit 0 when met (or when this host cannot run it: no cc), 1 when missed.
+"""
+
+from __future__ import annotations
+
+import shutil
+import statistics
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+SOURCE, BUILD = ROOT / "bench" / "alloc_ref.c", ROOT / "bench" / "build"
+BINARY = BUILD / "alloc_ref"
+REPEATS, ITERS, TOUCH_BYTES = 5, 200_000, 64 << 20
+TARGET = 0.10
+
+sys.path.insert(0, str(ROOT))
+
+
+def build() -> bool:
+    cc = shutil.which("cc") or shutil.which("gcc")
+    if cc is None:
+        print("skip: no C compiler (cc) on this host")
+        return False
+    BUILD.mkdir(parents=True, exist_ok=True)
+    subprocess.run([cc, "-O2", "-pthread", "-o", str(BINARY), str(SOURCE)], check=True)
+    return True
+
+
+def c_run(threads: int, levels: list[Any]) -> dict[str, float]:
+    args = [str(BINARY), str(threads), str(ITERS), str(TOUCH_BYTES), *(str(lv.bytes) for lv in levels)]
+    out = subprocess.run(args, capture_output=True, text=True, check=True).stdout
+    names = {str(lv.bytes): lv.name for lv in levels}
+    got = {}
+    for line in out.splitlines():
+        key, value = line.split()
+        if key.startswith("memcpy_gbs."):
+            key = "memcpy_gbs." + names[key.split(".", 1)[1]]
+        got[key] = float(value)
+    return got
+
+
+def pp_run(kernels: Any, cpus: list[int], levels: list[Any]) -> dict[str, float]:
+    from perfprobe.probes.alloc import measure, pages
+    from perfprobe.probes.alloc import system as osys
+    from perfprobe.probes.alloc.plan import Settings
+
+    one = Settings(repeats=1, run_ms=2.0, touch_bytes=TOUCH_BYTES, dram_factor=4, retries=0, other_sizes=(64,))
+    system = osys.system_allocator()
+    alloc = measure.allocator_figures(kernels, system, cpus, one, ITERS, (64,))
+    pool = measure.pool_figures(kernels, cpus[:1], one, ITERS * 4)
+    touch = pages.first_touch(kernels, TOUCH_BYTES, cpus, one, {"thp": {"enabled": "madvise"}})
+    copies = measure.copy_figures(kernels, levels, one)
+    osys.release_free_memory(system)
+    out: dict[str, float] = {}
+    for scope in ("1t", "all"):
+        out[f"malloc_ns.{scope}.64B"] = alloc["pairs"]["64"][scope]["ns_per_op"]["median"]
+        out[f"malloc_ns.{scope}.mixed"] = alloc["mixed"][scope]["ns_per_op"]["median"]
+    out["pool_ns.1t.64B"] = pool["pairs"]["64"]["1t"]["ns_per_op"]["median"]
+    out["first_touch_ns.4K"] = touch["lazy_ns_per_4k"]["median"]
+    out["first_touch_ns.2M"] = touch["huge"]["ns_per_2m"]["median"]
+    for lv in copies["levels"]:
+        out[f"memcpy_gbs.{lv['name']}"] = lv["gbs"]["median"]
+    return out
+
+
+def main() -> int:
+    if not build():
+        return 0
+    from perfprobe.bind import usable_cpus
+    from perfprobe.budget import host_memory_budget
+    from perfprobe.host import read_host_facts
+    from perfprobe.kernels import alloc_kernels as kernels
+    from perfprobe.probes.alloc.plan import PRESETS, copy_levels
+
+    host = read_host_facts()
+    cpus = usable_cpus(host)
+    levels = copy_levels(host, PRESETS.full, host_memory_budget(host), None)
+    samples: dict[str, list[dict[str, float]]] = {"c": [], "pp": []}
+    for _ in range(REPEATS):
+        samples["c"].append(c_run(len(cpus), levels))
+        samples["pp"].append(pp_run(kernels, cpus, levels))
+    med = {side: {k: statistics.median(s[k] for s in runs) for k in runs[0]} for side, runs in samples.items()}
+    c, p = med["c"], med["pp"]
+    print(f"median of {REPEATS} interleaved runs; {len(cpus)} CPUs; {ITERS} ops per thread per run")
+    print(f"{'figure':22} {'C':>12} {'perfprobe':>12} {'Δ':>7}  ok")
+    ok = True
+    for name in c:
+        good = abs(p[name] / c[name] - 1) <= TARGET
+        ok &= good
+        print(f"{name:22} {c[name]:12.3f} {p[name]:12.3f} {p[name] / c[name] - 1:+7.0%}  {'yes' if good else 'NO'}")
+    print(f"target: every figure within ±{TARGET:.0%} of C's: {'met' if ok else 'MISSED'}")
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
