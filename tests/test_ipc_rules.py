@@ -1,0 +1,143 @@
+"""ipc judgement on recorded numbers (tests/data/ipc_kvm2c*.json) and on edits of them, and the plan."""
+
+from __future__ import annotations
+
+import copy
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from perfprobe.model import Verdict
+from perfprobe.probes.ipc import figures, judge, plan, rules
+
+DATA = Path(__file__).parent / "data"
+RECORDINGS = sorted(DATA.glob("ipc_kvm2c*.json"))
+
+
+def _load(path: Path) -> tuple[dict[str, Any], dict[str, Any]]:
+    rec = json.loads(path.read_text())
+    return rec["raw"]["ipc"], rec["host"]
+
+
+def _set_rtt(raw: dict[str, Any], transport: str, us: float, placement: str | None = None) -> None:
+    raw["runs"][placement or raw["main"]][transport]["64B"]["pingpong"]["rtt_us"]["median"] = us
+
+
+@pytest.mark.parametrize("path", RECORDINGS, ids=lambda p: p.name)
+def test_recorded_run_judges_with_every_named_metric(path: Path) -> None:
+    raw, host = _load(path)
+    result = judge(raw, host)
+    for name in ("rtt_us.uds.64B", "rtt_us.uds_seqpacket.64B", "rtt_us.pipe.64B", "rtt_us.tcp.64B",
+                 "rtt_us.shm_spin.64B", "rtt_us.shm_futex.64B", "rtt_us.shm_eventfd.64B", "rtt_p99_us.uds.64B",
+                 "msgs_per_s.shm_futex.4K", "gbs.uds.1M", "cpu_s_per_msg.shm_spin", "asyncio_overhead_us",
+                 "crossover_bytes"):
+        assert name in result.metrics, name
+    assert result.metrics["rtt_us.uds.64B"].unit == "µs"
+    assert result.verdict is not Verdict.ERROR
+    assert "two_cores" in result.findings[0].message and "smt_siblings" in result.findings[0].message
+
+
+def test_placements_say_what_was_not_possible() -> None:
+    raw, host = _load(RECORDINGS[0])
+    text = rules.rule_placements(raw, host)[0].message
+    assert "not possible here" in text and "no SMT" in text and "NUMA" in text
+
+
+def test_tcp_far_slower_than_uds_warns_with_a_confirm_key() -> None:
+    raw, host = _load(RECORDINGS[0])
+    raw = copy.deepcopy(raw)
+    _set_rtt(raw, "tcp", figures.rtt_us(raw, "uds") * 10)  # type: ignore[operator]
+    (finding,) = rules.rule_tcp_slow(raw, host)
+    assert finding.verdict is Verdict.WARN and finding.confirm == ("tcp",)
+    assert "10.0x" in finding.message
+
+
+def test_healthy_tcp_is_a_pass_with_the_same_key() -> None:
+    raw, host = _load(RECORDINGS[0])
+    (finding,) = rules.rule_tcp_slow(raw, host)
+    assert finding.verdict is Verdict.PASS and finding.confirm == ("tcp",)
+
+
+def test_ring_slower_than_pipe_warns_with_cause() -> None:
+    raw, host = copy.deepcopy(_load(RECORDINGS[0]))
+    _set_rtt(raw, "shm_spin", figures.rtt_us(raw, "pipe") * 2)  # type: ignore[operator]
+    raw["context"]["cpu_max"] = "50000 100000"
+    (finding,) = rules.rule_ring_slow(raw, host)
+    assert finding.verdict is Verdict.WARN and finding.confirm == ("ring",)
+    assert "CPU quota" in finding.advice
+
+
+def test_crossover_is_the_first_size_where_the_ring_stops_winning() -> None:
+    raw, _ = copy.deepcopy(_load(RECORDINGS[0]))
+    for label in ("64B", "4K", "64K", "1M"):
+        raw["runs"]["two_cores"]["uds"][label]["pingpong"]["rtt_us"]["median"] = 10.0
+        raw["runs"]["two_cores"]["shm_spin"][label]["pingpong"]["rtt_us"]["median"] = 2.0
+    assert figures.crossover_bytes(raw) is None
+    raw["runs"]["two_cores"]["shm_spin"]["64K"]["pingpong"]["rtt_us"]["median"] = 9.5
+    assert figures.crossover_bytes(raw) == 64 << 10
+
+
+def test_event_loop_dominating_advises_batching() -> None:
+    raw, host = copy.deepcopy(_load(RECORDINGS[0]))
+    raw["event_loop"]["asyncio"]["rtt_us"]["median"] = figures.rtt_us(raw, "uds") * 5  # type: ignore[operator]
+    finding = rules.rule_event_loop(raw, host)[0]
+    assert finding.verdict is Verdict.PASS and "batch messages" in finding.advice
+
+
+def test_cross_node_penalty_is_a_pass_with_binding_advice() -> None:
+    raw, host = copy.deepcopy(_load(RECORDINGS[0]))
+    raw["placements"][3] = {"name": "cross_node", "cpus": [0, 8], "why": "two nodes"}
+    raw["runs"]["cross_node"] = copy.deepcopy(raw["runs"]["same_cpu"])
+    raw["runs"]["cross_node"]["uds"]["64B"]["pingpong"]["rtt_us"]["median"] = figures.rtt_us(raw, "uds") * 2  # type: ignore[operator]
+    (finding,) = rules.rule_cross_node(raw, host)
+    assert finding.verdict is Verdict.PASS and "2.00x" in finding.message and "bind" in finding.advice
+
+
+def _facts(cores: list[list[int]], nodes: list[list[int]]) -> dict[str, Any]:
+    cpus = sorted(c for core in cores for c in core)
+    return {"cpus": {"usable": cpus, "cores": cores},
+            "numa": {"nodes": [{"id": i, "cpus": n} for i, n in enumerate(nodes)]}}
+
+
+def test_placements_on_the_h200_host_facts() -> None:
+    host = json.loads((DATA / "host_h200_facts.json").read_text())
+    found = {p.name: p for p in plan.placements(host, list(range(16)))}
+    assert found["two_cores"].cpus == (0, 1) and found["same_cpu"].cpus == (0, 0)
+    assert found["smt_siblings"].cpus is None and found["cross_node"].cpus is None
+    assert plan.main_placement(list(found.values())).name == "two_cores"  # type: ignore[union-attr]
+
+
+def test_placements_with_smt_and_two_nodes() -> None:
+    host = _facts([[0, 4], [1, 5], [2, 6], [3, 7]], [[0, 1, 4, 5], [2, 3, 6, 7]])
+    found = {p.name: p for p in plan.placements(host, list(range(8)))}
+    assert found["smt_siblings"].cpus == (0, 4)
+    assert found["two_cores"].cpus == (0, 1)
+    assert found["cross_node"].cpus == (0, 2)
+    bound = {p.name: p for p in plan.placements(host, list(range(8)), bound_node=1)}
+    assert bound["cross_node"].cpus == (2, 0)
+
+
+def test_one_cpu_measures_the_same_cpu_without_spinning() -> None:
+    found = plan.placements(_facts([[0]], [[0]]), [0])
+    main = plan.main_placement(found)
+    assert main is not None and main.name == "same_cpu"
+    assert "shm_spin" not in plan.transports_for(main.name)
+    assert next(p for p in found if p.name == "two_cores").why == "one usable CPU"
+
+
+@given(st.integers(min_value=0, max_value=30))
+def test_size_labels(shift: int) -> None:
+    label = plan.size_label(1 << shift)
+    assert label.endswith(("B", "K", "M"))
+    number = int(label[:-1])
+    assert number * {"B": 1, "K": 1 << 10, "M": 1 << 20}[label[-1]] == 1 << shift
+
+
+def test_message_counts_stay_in_bounds() -> None:
+    for each_us in (None, 0.01, 5.0, 1e6):
+        count = plan.messages(64, plan.QUICK, each_us)
+        assert plan.QUICK.min_messages <= count <= plan.QUICK.max_messages
