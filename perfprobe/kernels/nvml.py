@@ -1,4 +1,5 @@
-"""NVML, the one place it is called: the GPUs' list for the host facts and one GPU's state for pinned.
+"""NVML, the one place it is called: the GPUs' list for the host facts, one GPU's state for pinned,
+and the NVLink / PCIe topology between GPUs for p2p.
 
 Read-only: nothing here changes a setting. Every query that the driver, the GPU or the host cannot
 answer comes back as None instead of raising, so a missing NVML (no nvidia-ml-py, a container
@@ -143,6 +144,72 @@ class Nvml:
         if self._nvml is not None:
             _call(self._nvml.nvmlShutdown)
             self._nvml = self._handle = None
+
+
+NVLINK_MAX_LINKS = 18  # NVML_NVLINK_MAX_LINKS
+P2P_CAPS = {"read": 0, "write": 1, "nvlink": 2}  # NVML_P2P_CAPS_INDEX_*
+
+
+def p2p_topology(bus_ids: dict[int, str]) -> dict[str, Any]:
+    """NVLink links of each GPU (CUDA index → PCI bus id) and, for each pair, the PCIe common
+    ancestor and NVML's P2P status; never raises. {"gpus": {"0": {"links": [...], "pcie": {...}}},
+    "pairs": {"0.1": {"common_ancestor": 30, "p2p_status": {"read": 0, "nvlink": 0}}}, "error"}."""
+    try:
+        import pynvml
+
+        pynvml.nvmlInit()
+    except Exception as exc:  # no nvidia-ml-py, no driver: the topology stays unknown
+        return {"gpus": {}, "pairs": {}, "error": f"NVML unavailable: {type(exc).__name__}: {exc}"}
+    try:
+        handles = {i: _handle_by_bus(pynvml, bus) for i, bus in bus_ids.items()}
+        gpus = {str(i): {"links": _nvlinks(pynvml, h), "pcie": _pcie(pynvml, h)} if h is not None else {}
+                for i, h in handles.items()}
+        pairs = {f"{i}.{j}": _pair(pynvml, handles[i], handles[j])
+                 for i in handles for j in handles if i != j}
+    finally:
+        _call(pynvml.nvmlShutdown)
+    return {"gpus": gpus, "pairs": pairs, "error": None}
+
+
+def _handle_by_bus(pynvml: Any, bus_id: str) -> Any:
+    """The NVML handle whose PCI bus id is `bus_id` (NVML's numbering may differ from CUDA's)."""
+    for index in range(_call(pynvml.nvmlDeviceGetCount) or 0):
+        handle = _call(pynvml.nvmlDeviceGetHandleByIndex, index)
+        pci = _call(pynvml.nvmlDeviceGetPciInfo, handle) if handle is not None else None
+        if pci is not None and sysfs_address(_text(pci.busId) or "") == sysfs_address(bus_id):
+            return handle
+    return None
+
+
+def _nvlinks(pynvml: Any, handle: Any) -> list[dict[str, Any]]:
+    """Each link NVML answers for: up (NVML_FEATURE_ENABLED), NVML's version code, the remote
+    end's PCI bus id and type (0 GPU, 1 IBM NPU, 2 NVSwitch)."""
+    links = []
+    for link in range(NVLINK_MAX_LINKS):
+        state = _call(getattr(pynvml, "nvmlDeviceGetNvLinkState", None), handle, link)
+        if state is None:
+            continue
+        remote = _call(getattr(pynvml, "nvmlDeviceGetNvLinkRemotePciInfo_v2", None), handle, link) or \
+            _call(getattr(pynvml, "nvmlDeviceGetNvLinkRemotePciInfo", None), handle, link)
+        bus = _text(getattr(remote, "busId", None)) if remote is not None else None
+        links.append({"link": link, "up": bool(state),
+                      "version": _call(pynvml.nvmlDeviceGetNvLinkVersion, handle, link),
+                      "remote_bus_id": sysfs_address(bus) if bus else None,
+                      "remote_type": _call(getattr(pynvml, "nvmlDeviceGetNvLinkRemoteDeviceType", None),
+                                           handle, link)})
+    return links
+
+
+def _pair(pynvml: Any, a: Any, b: Any) -> dict[str, Any]:
+    """PCIe common ancestor (0 same board, 10 one switch, 20 several switches, 30 host bridge,
+    40 same NUMA node, 50 across sockets) and NVML's P2P status (0 OK; 1 chipset, 2 GPU, 3 IOH
+    topology not supported; 4 disabled by a registry key; 5 not supported)."""
+    if a is None or b is None:
+        return {"common_ancestor": None, "p2p_status": {}}
+    status = {name: _call(getattr(pynvml, "nvmlDeviceGetP2PStatus", None), a, b, index)
+              for name, index in P2P_CAPS.items()}
+    return {"common_ancestor": _call(getattr(pynvml, "nvmlDeviceGetTopologyCommonAncestor", None), a, b),
+            "p2p_status": status}
 
 
 def _call(function: Callable[..., Any] | None, *args: Any) -> Any:

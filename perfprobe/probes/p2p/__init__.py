@@ -1,0 +1,31 @@
+"""`perfprobe p2p`: GPU-to-GPU copies over NVLink or PCIe, as matrices judged against the topology.
+
+One measurement over all selected GPUs (the probe is `per_device=False`: `--device all` by default,
+or a list `--device 0,1`): for every ordered pair, whether CUDA allows peer access, peer copy
+bandwidth one way and both ways at once with peer access on and staged through host memory with it
+off, small-copy latency; and NVML's NVLink links and PCIe path between them. measure.py drives
+perfprobe/kernels/p2p_kernels.py; judge() is pure: rules.py's findings and tables.py's figures,
+both read from figures.py.
+"""
+
+from __future__ import annotations
+
+from perfprobe.host.facts import Facts
+from perfprobe.model import Assessment
+from perfprobe.probe import Gpu, Probe
+from perfprobe.probes.p2p import rules, tables
+from perfprobe.probes.p2p.figures import Raw
+from perfprobe.probes.p2p.plan import check_knobs
+
+
+def judge(raw: Raw, host: Facts) -> Assessment:
+    """The recorded matrices and host facts → findings, metrics, tables and curves."""
+    return Assessment(summary=tables.summary(raw, host), metrics=tables.metrics(raw, host),
+                      findings=tuple(rules.findings(raw, host)), tables=tables.tables(raw, host),
+                      curves=tables.curves(raw), facts=tables.facts(raw, host),
+                      key_figure=tables.key_figure(raw, host))
+
+
+PROBE = Probe(name="p2p", title="GPU-to-GPU copies over NVLink or PCIe, against the topology",
+              judge=judge, measure_module="perfprobe.probes.p2p.measure", requires=(Gpu(),),
+              check_knobs=check_knobs, per_device=False)
