@@ -12,6 +12,8 @@ from llvmlite import ir
 from numba import njit, prange, types, uint64
 from numba.extending import intrinsic
 
+from perfprobe.kernels.placement import Placed, pin_share  # noqa: F401  (Placed: for timing.py)
+
 # Reassociation lets LLVM vectorise the reduction with several accumulators (as -ffast-math would);
 # no-NaN/no-Inf assumptions are left out so nothing else about the arithmetic changes.
 _FAST = {"reassoc", "nsz", "contract", "arcp"}
@@ -175,3 +177,49 @@ def fill_parallel(a: np.ndarray, value: float, nthreads: int) -> None:
         hi = a.shape[0] if t == nthreads - 1 else lo + chunk
         for i in range(lo, hi):
             a[i] = value
+
+
+# --- placed variants: share t pinned to its own CPU (perfprobe/kernels/placement.py) ---
+# `masks` holds one affinity mask per share (its row count is the thread count); `where[t]` gets
+# the CPU share t ran on. Chunking is STREAM's: n // threads contiguous elements a share, the
+# last share taking the remainder, and the same shares for first touch, read and triad.
+
+
+@njit(cache=True, parallel=True)
+def fill_placed(a: np.ndarray, value: float, masks: np.ndarray, where: np.ndarray) -> None:
+    """First touch of each share by the CPU that will use it (its pages land on that CPU's node)."""
+    nthreads = masks.shape[0]
+    chunk = a.shape[0] // nthreads
+    for t in prange(nthreads):
+        pin_share(masks, t, where)
+        lo = t * chunk
+        hi = a.shape[0] if t == nthreads - 1 else lo + chunk
+        for i in range(lo, hi):
+            a[i] = value
+
+
+@njit(cache=True, parallel=True)
+def read_sum_placed(a: np.ndarray, masks: np.ndarray, where: np.ndarray, reps: int) -> float:
+    """read_sum_parallel with share t on its own CPU: each share summed `reps` times in one region."""
+    nthreads = masks.shape[0]
+    chunk = a.shape[0] // nthreads
+    total = 0.0
+    for t in prange(nthreads):
+        pin_share(masks, t, where)
+        total += read_sum(np.ascontiguousarray(a[t * chunk:(t + 1) * chunk]), reps)
+    return total
+
+
+@njit(cache=True, parallel=True)
+def triad_placed(a: np.ndarray, b: np.ndarray, c: np.ndarray, scalar: float, masks: np.ndarray,
+                 where: np.ndarray, reps: int) -> float:
+    """triad_parallel with share t on its own CPU, `reps` times in one region."""
+    nthreads = masks.shape[0]
+    chunk = a.shape[0] // nthreads
+    for t in prange(nthreads):
+        pin_share(masks, t, where)
+        lo = t * chunk
+        hi = lo + chunk
+        triad(np.ascontiguousarray(a[lo:hi]), np.ascontiguousarray(b[lo:hi]),
+              np.ascontiguousarray(c[lo:hi]), scalar, reps)
+    return a[0]

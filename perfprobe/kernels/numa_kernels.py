@@ -7,12 +7,14 @@ itself never imports numba. Imported only inside `measure`.
 
 from __future__ import annotations
 
+import os
 import time
 
 import numba
 import numpy as np
 
 from perfprobe.kernels import cache_kernels
+from perfprobe.kernels.placement import Placed, pinned_pool
 
 LINE_BYTES = 64
 LINE_WORDS = LINE_BYTES // 8
@@ -47,11 +49,19 @@ def use_threads(count: int) -> int:
     return used
 
 
-def read_gbs(values: np.ndarray, threads: int) -> float:
-    """GB/s (10^9 bytes/s) reading all of the float64 array `values`, each thread its own share."""
+def pool_size() -> int:
+    """Threads in numba's pool (the most a placed run can use)."""
+    return int(numba.config.NUMBA_NUM_THREADS)  # type: ignore[attr-defined]
+
+
+def read_gbs(values: np.ndarray, cpus: list[int]) -> float:
+    """GB/s (10^9 bytes/s) reading all of the float64 array `values`, share t on cpus[t] (pinned
+    from inside the region, perfprobe/kernels/placement.py)."""
+    placed = Placed(cpus)
     begin = time.perf_counter_ns()
-    cache_kernels.read_sum_parallel(values, threads, 1)
+    cache_kernels.read_sum_placed(values, placed.masks, placed.where, 1)
     elapsed = time.perf_counter_ns() - begin
+    threads = placed.threads
     return (values.size // threads) * threads * 8 / elapsed
 
 
@@ -60,4 +70,7 @@ def warm_up() -> None:
     tiny = np.zeros(LINE_WORDS * 64, dtype=np.uint64)
     build_chain(tiny)
     chase_ns(tiny, 16)
-    cache_kernels.read_sum_parallel(np.ones(1024), 1, 1)
+    with pinned_pool():  # the warm-up pins too: every thread gets its CPUs back after it
+        placed = Placed(sorted(os.sched_getaffinity(0))[:1])
+        cache_kernels.read_sum_placed(np.ones(1024), placed.masks, placed.where, 1)
+    numba.set_num_threads(pool_size())

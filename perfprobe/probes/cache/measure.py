@@ -9,7 +9,7 @@ from __future__ import annotations
 import time
 from functools import partial
 from types import ModuleType
-from typing import Any, Callable
+from typing import Any, Callable, Sequence
 
 import numpy as np
 
@@ -25,10 +25,12 @@ from perfprobe.probes.cache.plan import (
     PAIR_BLOCK,
     PAIR_OFFSETS,
     PRESETS,
+    Placement,
     Plan,
     bandwidth_targets,
     data_caches,
     make_plan,
+    plan_placement,
     reaches_dram,
     too_little_memory,
 )
@@ -38,8 +40,10 @@ from perfprobe.units import format_bytes
 def measure(ctx: ProbeContext) -> dict[str, Any]:
     """Run every cache measurement and return the raw numbers (see docs/probes/cache.md)."""
     from perfprobe.kernels import cache_kernels as k
+    from perfprobe.kernels import placement as kp
 
-    threads = _set_threads(max(1, len(usable_cpus(ctx.host))))
+    place = _placement(ctx)
+    threads = _set_threads(len(place.cpus))
     plan = make_plan(ctx.host, ctx.config.options, ctx.config.preset(PRESETS), threads,
                      host_memory_budget(ctx.host, ctx.config.bind))
     if too_little_memory(plan):
@@ -58,7 +62,11 @@ def measure(ctx: ProbeContext) -> dict[str, Any]:
         del buf  # the mapping closes only once no view of it is left
     huge_ns = raw["pattern"]["random_ns"] if huge else None
     raw["pages"] = clock.run("pages", _pages, k, plan, timing, thp, huge_ns)
-    raw["bandwidth"] = clock.run("bandwidth", _bandwidth, ctx, k, plan, timing, raw["curve"])
+    with kp.pinned_pool() as pool:
+        raw["bandwidth"] = clock.run("bandwidth", _bandwidth, ctx, k, plan, timing, raw["curve"],
+                                     place.cpus)
+        raw["sweep"] = clock.run("sweep", _sweep, ctx, k, plan, timing, place)
+    raw["placement"] = {**pool, **placement_raw(ctx, place)}
     raw["phase_seconds"] = clock.seconds
     raw["background_cpus"] = background.share()
     return raw
@@ -136,9 +144,43 @@ def _pages(k: ModuleType, plan: Plan, timing: m.Timing, thp: str | None,
             "small_huge_fraction": fraction}
 
 
+def _placement(ctx: ProbeContext) -> Placement:
+    """The CPUs of the multi-threaded runs: one thread per physical core of the usable CPUs."""
+    import numba
+
+    pool = int(numba.config.NUMBA_NUM_THREADS)  # type: ignore[attr-defined]
+    return plan_placement(ctx.host, usable_cpus(ctx.host), pool)
+
+
+def placement_raw(ctx: ProbeContext, place: Placement) -> dict[str, Any]:
+    """The placement record of the raw numbers: the order, the all-thread CPUs, the sweep's."""
+    from perfprobe.placement import cpu_cores, describe
+
+    cores = cpu_cores(ctx.host)
+    return {"order": list(place.order), "all": describe(place.cpus, cores),
+            "sweep": {str(n): describe(place.sweep_cpus(n), cores) for n in place.counts}}
+
+
+def _sweep(ctx: ProbeContext, k: ModuleType, plan: Plan, timing: m.Timing,
+           place: Placement) -> dict[str, Any]:
+    """DRAM read and triad GB/s at 1, 2, 4, ... threads, one a physical core (the first n of the
+    placement order), each count on arrays of the largest working set placed by its own threads."""
+    if not reaches_dram(plan.max_bytes, plan.llc_bytes):
+        return {"skipped": "the largest working set does not reach past the last-level cache"}
+    out: dict[str, Any] = {"bytes": plan.max_bytes, "threads": list(place.counts)}
+    with ctx.progress("DRAM thread sweep", 2 * len(place.counts)) as task:
+        for kind in KINDS:
+            out[kind] = []
+            for n in place.counts:
+                out[kind].append(m.placed_rate(k, kind, plan.max_bytes, place.sweep_cpus(n), timing))
+                task.advance()
+    return out
+
+
 def _bandwidth(ctx: ProbeContext, k: ModuleType, plan: Plan, timing: m.Timing,
-               curve: dict[str, Any]) -> dict[str, Any]:
-    """Read and triad GB/s inside each measured level and in DRAM, 1 thread and all threads."""
+               curve: dict[str, Any], cpus: Sequence[int]) -> dict[str, Any]:
+    """Read and triad GB/s inside each measured level and in DRAM, 1 thread and all threads
+    (one a physical core, `cpus`)."""
     ns = [p["median"] for p in curve["latency_ns"]]
     levels = read_levels(curve["sizes_bytes"], ns, plan.min_points,
                          reaches_dram(plan.max_bytes, plan.llc_bytes), len(data_caches(ctx.host)))
@@ -150,7 +192,7 @@ def _bandwidth(ctx: ProbeContext, k: ModuleType, plan: Plan, timing: m.Timing,
             out[name] = {}
             for kind in KINDS:
                 out[name][kind] = once_more_if_implausible(
-                    partial(rates[kind], k, one, each, plan.threads, timing))
+                    partial(rates[kind], k, one, each, cpus, timing))
                 task.advance()
     return out
 
@@ -172,8 +214,10 @@ def remeasure(ctx: ProbeContext, raw: dict[str, Any], keys: tuple[str, ...]) -> 
     the prefetchers that blur the sweep); "pattern": random against sequential over the largest
     set; "bandwidth": DRAM read and triad — and return `raw` with those parts replaced."""
     from perfprobe.kernels import cache_kernels as k
+    from perfprobe.kernels import placement as kp
 
-    threads = _set_threads(max(1, len(usable_cpus(ctx.host))))
+    place = _placement(ctx)
+    threads = _set_threads(len(place.cpus))
     plan = make_plan(ctx.host, ctx.config.options, ctx.config.preset(PRESETS), threads,
                      host_memory_budget(ctx.host, ctx.config.bind))
     timing, out = m.Timing(plan.run_s, plan.repeats), dict(raw)
@@ -192,9 +236,10 @@ def remeasure(ctx: ProbeContext, raw: dict[str, Any], keys: tuple[str, ...]) -> 
         out["coherency"] = coherency_edge(usable_cpus(ctx.host))
     if "bandwidth" in keys and "DRAM" in (raw.get("bandwidth") or {}):
         one, each = plan.max_bytes, plan.max_bytes // plan.threads
-        out["bandwidth"] = {**raw["bandwidth"], "DRAM": {
-            "read_gbs": m.read_rates(k, one, each, plan.threads, timing),
-            "triad_gbs": m.triad_rates(k, one, each, plan.threads, timing)}}
+        with kp.pinned_pool():
+            out["bandwidth"] = {**raw["bandwidth"], "DRAM": {
+                "read_gbs": m.read_rates(k, one, each, place.cpus, timing),
+                "triad_gbs": m.triad_rates(k, one, each, place.cpus, timing)}}
     return out
 
 

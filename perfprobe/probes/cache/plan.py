@@ -13,6 +13,7 @@ from typing import Any, Sequence
 from perfprobe.budget import MemoryBudget
 from perfprobe.config import Knobs, Presets
 from perfprobe.host.facts import CacheFacts, Facts, caches_of
+from perfprobe.placement import cpu_cores, cpus_for, physical_cores, placement_order, sweep_counts
 from perfprobe.probes.cache.curve import Level
 
 DEFAULT_LINE = 64
@@ -150,3 +151,24 @@ def bandwidth_targets(levels: Sequence[Level], host: Facts, plan: Plan) -> dict[
     if levels and levels[-1].name == "DRAM":
         targets["DRAM"] = (plan.max_bytes, plan.max_bytes // plan.threads)
     return targets
+
+
+@dataclass(frozen=True)
+class Placement:
+    """Which CPUs the multi-threaded runs use: `cpus` for the all-thread figures (one thread per
+    physical core), `order` for the sweep (the first n of it for n threads), `counts` the sweep."""
+
+    order: tuple[int, ...]
+    cpus: tuple[int, ...]
+    counts: tuple[int, ...]
+
+    def sweep_cpus(self, n: int) -> list[int]:
+        return cpus_for(self.order, n)
+
+
+def plan_placement(host: Facts, usable: Sequence[int], pool: int) -> Placement:
+    """One thread per physical core of the usable CPUs for "all threads" (SMT siblings only in the
+    sweep's last point, when there are some), at most `pool` (numba's thread pool) threads."""
+    order = placement_order(usable, cpu_cores(host))[:max(1, pool)] or [0]
+    cores = physical_cores(order, cpu_cores(host))
+    return Placement(tuple(order), tuple(order[:cores]), tuple(sweep_counts(cores, len(order))))

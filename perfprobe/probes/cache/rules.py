@@ -13,6 +13,7 @@ from perfprobe.host.facts import Facts
 from perfprobe.model import Finding, Verdict
 from perfprobe.probes.cache.figures import CacheFigures, gbs, pages_gain, pattern_ratio
 from perfprobe.probes.cache.plan import cache_size
+from perfprobe.probes.cache.sweep import rule_dram_saturation
 from perfprobe.units import format_bytes
 
 SIZE_FACTOR = 2.0          # a level measured within 2x of its reported size agrees with it
@@ -220,7 +221,8 @@ def rule_background_load(fig: CacheFigures, host: Facts) -> list[Finding]:
 
 RULES: tuple[Rule, ...] = (
     rule_memory_cap, rule_level_sizes, rule_missing_level, rule_dram_latency, rule_line_size,
-    rule_prefetch, rule_huge_pages, rule_dram_scaling, rule_implausible_figures, rule_background_load,
+    rule_prefetch, rule_huge_pages, rule_dram_scaling, rule_dram_saturation, rule_implausible_figures,
+    rule_background_load,
 )
 LOAD_SENSITIVE = ("rule_missing_level", "rule_dram_latency", "rule_line_size", "rule_prefetch", "rule_dram_scaling")
 """Warns other work on the CPUs can produce (a neighbour's misses, its bandwidth, its preemption).

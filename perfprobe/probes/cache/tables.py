@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from perfprobe.model import Cell, Curve, Metric, Table
+from perfprobe.probes.cache import sweep
 from perfprobe.probes.cache.figures import KINDS, THREADS, CacheFigures, gbs, pattern_ratio
 from perfprobe.probes.cache.plan import cache_size
 from perfprobe.units import format_bytes
@@ -43,6 +44,7 @@ def metrics(fig: CacheFigures) -> dict[str, Metric]:
     if "huge_ns" in pages:
         out["latency_ns.DRAM_4K_pages"] = Metric(round(pages["small_ns"]["median"], 1), "ns")
         out["latency_ns.DRAM_2M_pages"] = Metric(round(pages["huge_ns"]["median"], 1), "ns")
+    out.update(sweep.metrics(fig.raw))
     return out
 
 
@@ -88,7 +90,8 @@ def pattern_table(fig: CacheFigures) -> Table:
 
 
 def tables(fig: CacheFigures) -> tuple[Table, ...]:
-    return (level_table(fig), pattern_table(fig))
+    swept = sweep.table(fig.raw)
+    return (level_table(fig), pattern_table(fig)) + ((swept,) if swept else ())
 
 
 def curve_view(fig: CacheFigures) -> Curve:
@@ -115,6 +118,8 @@ def facts_view(fig: CacheFigures) -> dict[str, Any]:
                   "curve_huge_fraction": raw.get("curve_huge_fraction")},
         "method": METHOD,
     }
+    if raw.get("placement"):  # which CPUs the multi-threaded runs used, and how they were pinned
+        facts["placement"] = raw["placement"]
     if fig.left_out:
         facts["left_out"] = [{"metric": lo.metric, "gbs": lo.all_gbs, "one_thread_gbs": lo.one_gbs,
                               "remeasured": lo.remeasured} for lo in fig.left_out]

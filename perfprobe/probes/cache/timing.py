@@ -10,7 +10,7 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass
 from types import ModuleType
-from typing import Any, Callable
+from typing import Any, Callable, Sequence
 
 import numpy as np
 
@@ -117,12 +117,17 @@ def time_rate(run: Callable[[int], Any], bytes_per_rep: int, timing: Timing) -> 
     return {**summarize(samples), "reps": reps}
 
 
-def aligned_empty(n: int, align: int = 64) -> np.ndarray:
-    """`n` float64s starting on an `align`-byte boundary (numpy only promises 16): vector loads
-    that straddle lines would halve in-L1 bandwidth, and the C reference is aligned."""
-    raw = np.empty(n + align // WORD)
-    skip = (-raw.ctypes.data % align) // WORD
+def aligned_empty(n: int, align: int = 64, skew: int = 0) -> np.ndarray:
+    """`n` float64s starting `skew` bytes past an `align`-byte boundary (numpy only promises 16):
+    vector loads that straddle lines would halve in-L1 bandwidth, and the C reference is aligned.
+    A skew of k*1088 bytes for the k-th triad array keeps a[i], b[i], c[i] off the same offset
+    modulo 4 KiB (4K aliasing of the stores with the loads), as the C reference does."""
+    raw = np.empty(n + (align + skew) // WORD)
+    skip = (-raw.ctypes.data % align + skew) // WORD
     return raw[skip:skip + n]
+
+
+TRIAD_SKEW = 1088  # bytes between the triad arrays' offsets modulo 4 KiB (C: 136 doubles)
 
 
 def _elements(n_bytes: int, width: int) -> int:
@@ -134,32 +139,66 @@ def _longer(timing: Timing) -> Timing:
     return Timing(max(timing.run_s, ALL_THREADS_RUN_S), timing.repeats)
 
 
-def read_rates(k: ModuleType, one_bytes: int, each_bytes: int, threads: int,
+def _triad_arrays(n: int, fill: Callable[[np.ndarray, float], None]) -> tuple[np.ndarray, ...]:
+    arrays = tuple(aligned_empty(n, 4096, k * TRIAD_SKEW) for k in range(3))
+    for arr, value in zip(arrays, (0.0, 1.0, 2.0)):
+        fill(arr, value)
+    return arrays
+
+
+def _placed_record(placed: Any, stat: dict[str, Any]) -> dict[str, Any]:
+    """A placed figure with the CPUs its shares ran on (sched_getcpu after pinning)."""
+    return {**stat, "cpus": [int(c) for c in placed.where], "pinned": placed.verified()}
+
+
+def read_rates(k: ModuleType, one_bytes: int, each_bytes: int, cpus: Sequence[int],
                timing: Timing) -> dict[str, Any]:
-    """Read bandwidth (GB/s): one thread over `one_bytes`, then `threads` threads each over its own
-    `each_bytes` share. Arrays are first touched by the threads that read them."""
+    """Read bandwidth (GB/s): one thread over `one_bytes`, then one thread on each of `cpus`, each
+    over its own `each_bytes` share. Arrays are first touched by the threads that read them."""
+    placed = k.Placed(cpus)
     one_n, each_n = _elements(one_bytes, WORD), _elements(each_bytes, WORD)
-    a = aligned_empty(max(one_n, each_n * threads))
-    k.fill_parallel(a, 1.0, threads)
+    a = aligned_empty(max(one_n, each_n * placed.threads), 4096)
+    k.fill_placed(a, 1.0, placed.masks, placed.where)
     one = time_rate(lambda reps: k.read_sum(a[:one_n], reps), one_n * WORD, timing)
-    total = each_n * threads
-    many = time_rate(lambda reps: k.read_sum_parallel(a[:total], threads, reps), total * WORD,
-                     _longer(timing))
-    return {"bytes_1t": one_n * WORD, "bytes_each": each_n * WORD, "1t": one, "all": many}
+    total = each_n * placed.threads
+    many = time_rate(lambda reps: k.read_sum_placed(a[:total], placed.masks, placed.where, reps),
+                     total * WORD, _longer(timing))
+    return {"bytes_1t": one_n * WORD, "bytes_each": each_n * WORD, "1t": one,
+            "all": _placed_record(placed, many)}
 
 
-def triad_rates(k: ModuleType, one_bytes: int, each_bytes: int, threads: int,
+def triad_rates(k: ModuleType, one_bytes: int, each_bytes: int, cpus: Sequence[int],
                 timing: Timing) -> dict[str, Any]:
     """Triad bandwidth (GB/s, STREAM counting: 24 bytes an element) over three arrays totalling
-    `one_bytes` on one thread, then `each_bytes` per thread on `threads` threads."""
+    `one_bytes` on one thread, then `each_bytes` per thread, one thread on each of `cpus`."""
+    placed = k.Placed(cpus)
     one_n, each_n = _elements(one_bytes, 3 * WORD), _elements(each_bytes, 3 * WORD)
-    n = max(one_n, each_n * threads)
-    a, b, c = (aligned_empty(n) for _ in range(3))
-    for arr, value in ((a, 0.0), (b, 1.0), (c, 2.0)):
-        k.fill_parallel(arr, value, threads)
-    m = each_n * threads
+    n = max(one_n, each_n * placed.threads)
+    a, b, c = _triad_arrays(n, lambda arr, v: k.fill_placed(arr, v, placed.masks, placed.where))
+    m = each_n * placed.threads
     one = time_rate(lambda reps: k.triad(a[:one_n], b[:one_n], c[:one_n], 3.0, reps),
                     3 * WORD * one_n, timing)
-    many = time_rate(lambda reps: k.triad_parallel(a[:m], b[:m], c[:m], 3.0, threads, reps),
-                     3 * WORD * m, _longer(timing))
-    return {"bytes_1t": 3 * WORD * one_n, "bytes_each": 3 * WORD * each_n, "1t": one, "all": many}
+    many = time_rate(lambda reps: k.triad_placed(a[:m], b[:m], c[:m], 3.0, placed.masks,
+                                                 placed.where, reps), 3 * WORD * m, _longer(timing))
+    return {"bytes_1t": 3 * WORD * one_n, "bytes_each": 3 * WORD * each_n, "1t": one,
+            "all": _placed_record(placed, many)}
+
+
+def placed_rate(k: ModuleType, kind: str, total_bytes: int, cpus: Sequence[int],
+                timing: Timing) -> dict[str, Any]:
+    """GB/s of `kind` ("read_gbs" or "triad_gbs") over `total_bytes` split among one thread on
+    each of `cpus`, on arrays allocated for this run and first touched by those threads (STREAM:
+    each run of a sweep places its own pages)."""
+    placed = k.Placed(cpus)
+    if kind == "read_gbs":
+        n = _elements(total_bytes, WORD) // placed.threads * placed.threads
+        a = aligned_empty(n, 4096)
+        k.fill_placed(a, 1.0, placed.masks, placed.where)
+        stat = time_rate(lambda reps: k.read_sum_placed(a, placed.masks, placed.where, reps),
+                         n * WORD, _longer(timing))
+    else:
+        n = _elements(total_bytes, 3 * WORD) // placed.threads * placed.threads
+        a, b, c = _triad_arrays(n, lambda arr, v: k.fill_placed(arr, v, placed.masks, placed.where))
+        stat = time_rate(lambda reps: k.triad_placed(a, b, c, 3.0, placed.masks, placed.where, reps),
+                         3 * WORD * n, _longer(timing))
+    return _placed_record(placed, stat)

@@ -11,7 +11,9 @@ from typing import Sequence
 
 from perfprobe.budget import MemoryBudget
 from perfprobe.config import Knobs, Presets, UsageError
-from perfprobe.host.facts import Facts
+from perfprobe.placement import cpu_cores as cpu_cores  # the one placement (perfprobe/placement.py)
+from perfprobe.placement import placement_order as placement_order
+from perfprobe.placement import shared_cores as shared_cores
 
 KINDS = ("atomic", "plain")
 MIN_SPACING, DEFAULT_MAX_SPACING = 8, 256
@@ -43,29 +45,6 @@ class Case:
     kind: str
     cpus: tuple[int, ...]
     spacing_bytes: int
-
-
-def cpu_cores(host: Facts) -> list[list[int]]:
-    """The host's CPUs grouped by physical core (SMT siblings together), as the facts list them."""
-    cpus = host.get("cpus") or {}
-    return [list(core) for core in cpus.get("cores") or []]
-
-
-def placement_order(usable: Sequence[int], cores: Sequence[Sequence[int]]) -> list[int]:
-    """Usable CPUs in the order threads get them: one per physical core first, SMT siblings last."""
-    allowed = set(usable)
-    groups = [[c for c in core if c in allowed] for core in cores]
-    groups = [g for g in groups if g]
-    known = {c for g in groups for c in g}
-    groups += [[c] for c in usable if c not in known]
-    depth = max((len(g) for g in groups), default=0)
-    return [g[i] for i in range(depth) for g in groups if i < len(g)]
-
-
-def shared_cores(cpus: Sequence[int], cores: Sequence[Sequence[int]]) -> list[list[int]]:
-    """The groups of `cpus` that are SMT siblings of one physical core (empty: all distinct)."""
-    chosen = set(cpus)
-    return [sorted(chosen & set(core)) for core in cores if len(chosen & set(core)) > 1]
 
 
 def spacings(max_spacing: int) -> list[int]:

@@ -67,7 +67,8 @@ def _method(plan: Plan) -> dict[str, Any]:
     return {"working_set_bytes": plan.size_bytes, "latency_steps": plan.steps,
             "latency_repeats": plan.latency_repeats, "bandwidth_repeats": plan.bandwidth_repeats,
             "latency": "dependent loads through one random cycle of 64-byte lines (cache probe's chase)",
-            "bandwidth": "parallel read sum, one contiguous share per thread, all usable CPUs of the CPU node",
+            "bandwidth": "parallel read sum, one contiguous share per thread, one thread per physical core "
+                         "of the CPU node's usable CPUs, each pinned to its CPU",
             "placement": "mmap + MADV_HUGEPAGE + mbind(MPOL_PREFERRED, node), pages checked with move_pages"}
 
 
@@ -112,7 +113,7 @@ def _on_placed_buffer(node: int, size: int, cpu_nodes: list[int], plan: Plan,
         latencies = {i: _latency(words, bind.node_cpus(i, host), plan) for i in cpu_nodes}
         values = np.frombuffer(region, dtype=np.float64)
         values.fill(1.0)
-        bandwidths = {i: _bandwidth(values, bind.node_cpus(i, host), plan) for i in cpu_nodes}
+        bandwidths = {i: _bandwidth(values, bind.node_cpus(i, host), plan, host) for i in cpu_nodes}
         del words, values  # the views must go before the mapping can close
         pages = merge_page_checks(before, check_pages(address, size, node))
     finally:
@@ -121,7 +122,8 @@ def _on_placed_buffer(node: int, size: int, cpu_nodes: list[int], plan: Plan,
         except BufferError:  # a view is still alive (we are unwinding): unmapped when it is collected
             pass
     return pages, [{"cpu_node": i, "mem_node": node, "working_set_bytes": size, "latency_ns": latencies[i],
-                    "read_gbs": bandwidths[i][0], "threads": bandwidths[i][1]} for i in cpu_nodes]
+                    "read_gbs": bandwidths[i][0], "threads": len(bandwidths[i][1]),
+                    "cpus": bandwidths[i][1]} for i in cpu_nodes]
 
 
 def _address_of(region: mmap.mmap) -> int:
@@ -143,14 +145,18 @@ def _latency(words: Any, cpus: list[int], plan: Plan) -> dict[str, float]:
     return summarize(samples)
 
 
-def _bandwidth(values: Any, cpus: list[int], plan: Plan) -> tuple[dict[str, float], int]:
+def _bandwidth(values: Any, cpus: list[int], plan: Plan, host: Facts) -> tuple[dict[str, float], list[int]]:
+    """Read GB/s from node's CPUs, one thread per physical core (perfprobe/placement.py), each
+    pinned to its CPU from inside the parallel region; returns the figure and the CPUs used."""
     from perfprobe.kernels import numa_kernels
+    from perfprobe.kernels import placement as kp
 
-    with bind.threads_pinned(cpus):
-        threads = numa_kernels.use_threads(len(cpus))
-        numa_kernels.read_gbs(values, threads)
-        samples = [numa_kernels.read_gbs(values, threads) for _ in range(plan.bandwidth_repeats)]
-    return summarize(samples), threads
+    order, cores = kp.order_of(host, cpus)
+    chosen = order[:min(cores, numa_kernels.pool_size())]
+    with bind.threads_pinned(cpus), kp.pinned_pool():
+        numa_kernels.read_gbs(values, chosen)
+        samples = [numa_kernels.read_gbs(values, chosen) for _ in range(plan.bandwidth_repeats)]
+    return summarize(samples), chosen
 
 
 def check_pages(address: int, size: int, node: int) -> dict[str, Any]:
