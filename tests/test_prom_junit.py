@@ -118,3 +118,19 @@ def test_why_unwritable(tmp_path):
     assert outputs.why_unwritable(tmp_path / "new.json") is None
     assert outputs.why_unwritable(tmp_path) == "it is a folder"
     assert list(tmp_path.iterdir()) == []  # the check leaves nothing behind
+
+
+def test_prom_to_a_fifo_is_written_in_place_not_renamed_over(h200_report, tmp_path):
+    """As root, a rename over /dev/null replaced the device node; a non-regular file is written in place."""
+    import os
+    import threading
+
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    received: list[bytes] = []
+    reader = threading.Thread(target=lambda: received.append(fifo.read_bytes()))
+    reader.start()
+    prom.write(h200_report, fifo)
+    reader.join(timeout=10)
+    assert not fifo.is_file() and fifo.exists()  # still the FIFO, not a file renamed over it
+    assert b"perfprobe_" in received[0]

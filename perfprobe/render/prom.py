@@ -48,9 +48,16 @@ def registry(report: Report) -> Any:
 
 
 def write(report: Report, path: Path) -> None:
-    """Write the textfile atomically (a temporary file beside `path`, then a rename)."""
-    from prometheus_client import write_to_textfile
+    """Write the textfile atomically (a temporary file beside `path`, then a rename).
 
+    A path that exists and is not a regular file (/dev/null, a FIFO, /dev/stdout) is written in
+    place: renaming over it would replace the device node itself when run as root."""
+    from prometheus_client import generate_latest, write_to_textfile
+
+    if path.exists() and not path.is_file():
+        with open(path, "wb") as stream:
+            stream.write(generate_latest(registry(report)))
+        return
     write_to_textfile(str(path), registry(report))
 
 
