@@ -56,7 +56,7 @@ def _node_number(value: Optional[int]) -> Optional[int]:
 BindOpt = Annotated[Optional[int], typer.Option("--bind", metavar="NODE", callback=_node_number,
                                                 help="Bind CPUs and memory to NUMA node NODE first.")]
 DeviceOpt = Annotated[Optional[str], typer.Option("--device", metavar="N|all",
-                                                  help="GPU index, or 'all' for each GPU in turn.")]
+                                                  help="GPU index, a list (0,1), or 'all' for each GPU in turn.")]
 RequireGpuOpt = Annotated[bool, typer.Option("--require-gpu",
                                              help="No usable GPU is an error (exit 3), not a skip.")]
 RecordOpt = Annotated[Optional[Path], typer.Option("--record", hidden=True,
@@ -202,6 +202,8 @@ _gpu_command("pinned", "Host-GPU copies: pageable against pinned, link rate, blo
 _gpu_command("streams", "Copy/compute overlap across CUDA streams: chunks x streams against the ideal.", 4 << 20)
 _gpu_command("uvm", "Unified memory: on-demand migration, prefetch, advice, zero-copy.", 1 << 20)
 _gpu_command("gpumem", "Inside the GPU: DRAM bandwidth against its peak, coalescing, banks, occupancy, tiling.", 16 << 20)
+_gpu_command("p2p", "GPU-to-GPU copies over NVLink or PCIe: peer access, bandwidth and latency matrices "
+             "against the links (all GPUs unless --device lists them).", 1 << 20)
 
 from perfprobe.fleet.commands import register as _register_fleet  # noqa: E402 - compare, fleet, healthcheck
 

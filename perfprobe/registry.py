@@ -19,6 +19,7 @@ PROBE_MODULES: dict[str, str] = {
     "streams": "perfprobe.probes.streams",
     "uvm": "perfprobe.probes.uvm",
     "gpumem": "perfprobe.probes.gpumem",
+    "p2p": "perfprobe.probes.p2p",
 }
 
 
