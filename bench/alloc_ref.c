@@ -85,10 +85,10 @@ static int64_t pool_pairs(size_t block, long iters) {
     int64_t t = now_ns();
     for (long i = 0; i < iters; i++) {
         char *p = head;
-        head = *(char **)p;
+        head = *(char *volatile *)p;  // volatile: loaded before the poke, as the kernel orders it
         poke(p + 8, i);
         __asm__ volatile("" ::: "memory");
-        *(char **)p = head;
+        *(char *volatile *)p = head;
         head = p;
         __asm__ volatile("" ::: "memory");
     }

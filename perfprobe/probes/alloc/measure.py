@@ -42,6 +42,7 @@ METHOD = ("numba nopython kernels call malloc/free through their C addresses (ct
           "first touch: fresh anonymous mmap per repeat, one byte written per 4 KiB; medians of repeats")
 CHILD_TIMEOUT_S = 120
 PREEMPTED_BELOW = 0.9    # a thread that had less of its wall time on a CPU was preempted
+START_SKEW = 0.1         # threads leaving the barrier further apart than this share of a run: not together
 
 
 def measure(ctx: ProbeContext) -> dict[str, Any]:
@@ -138,9 +139,9 @@ def _reading(runs: list[tuple], iters: int) -> tuple[float, bool]:
     """(median over threads of ns per op, whether the run was disturbed)."""
     per_thread = [(end - start) / iters for start, end, _ in runs]
     cpu_share = min(cpu / max(end - start, 1) for start, end, cpu in runs)
-    overlap = min(e for _, e, _ in runs) - max(s for s, _, _ in runs)
-    span = max(e for _, e, _ in runs) - min(s for s, _, _ in runs)
-    return statistics.median(per_thread), cpu_share < PREEMPTED_BELOW or overlap < 0.8 * span
+    skew = max(s for s, _, _ in runs) - min(s for s, _, _ in runs)
+    typical = statistics.median(end - start for start, end, _ in runs)
+    return statistics.median(per_thread), cpu_share < PREEMPTED_BELOW or skew > START_SKEW * typical
 
 
 def _calibrate(kernels: Any, cpu: int, make: Callable[[int], Callable[[int, int], tuple]], probe_iters: int,
