@@ -6,7 +6,7 @@ _perfprobe() {
         case "$word" in -*) ;; *) sub="$word"; break ;; esac
     done
     if [ -z "$sub" ]; then
-        COMPREPLY=($(compgen -W "host all cache falseshare numa layout branch alloc pinned streams uvm gpumem compare healthcheck report fleet --version --help" -- "$cur")); return
+        COMPREPLY=($(compgen -W "host all cache falseshare numa layout branch ipc alloc pinned streams uvm gpumem p2p compare healthcheck report fleet --version --help" -- "$cur")); return
     fi
     case "$sub" in
         host) opts="--json --output --fsroot --prom --junit --html --help"; files="--output --prom --junit --html"; dirs="--fsroot"; values="" ;;
@@ -16,11 +16,13 @@ _perfprobe() {
         numa) opts="--json --output --quick --bind --prom --junit --html --size --help"; files="--output --prom --junit --html"; dirs=""; values="--bind --size" ;;
         layout) opts="--json --output --quick --bind --prom --junit --html --help"; files="--output --prom --junit --html"; dirs=""; values="--bind" ;;
         branch) opts="--json --output --quick --bind --prom --junit --html --help"; files="--output --prom --junit --html"; dirs=""; values="--bind" ;;
+        ipc) opts="--json --output --quick --bind --prom --junit --html --help"; files="--output --prom --junit --html"; dirs=""; values="--bind" ;;
         alloc) opts="--json --output --quick --bind --prom --junit --html --size --allocator --help"; files="--output --prom --junit --html --allocator"; dirs=""; values="--bind --size" ;;
         pinned) opts="--json --output --quick --bind --device --require-gpu --size --prom --junit --html --help"; files="--output --prom --junit --html"; dirs=""; values="--bind --device --size" ;;
         streams) opts="--json --output --quick --bind --device --require-gpu --size --prom --junit --html --help"; files="--output --prom --junit --html"; dirs=""; values="--bind --device --size" ;;
         uvm) opts="--json --output --quick --bind --device --require-gpu --size --prom --junit --html --help"; files="--output --prom --junit --html"; dirs=""; values="--bind --device --size" ;;
         gpumem) opts="--json --output --quick --bind --device --require-gpu --size --prom --junit --html --help"; files="--output --prom --junit --html"; dirs=""; values="--bind --device --size" ;;
+        p2p) opts="--json --output --quick --bind --device --require-gpu --size --prom --junit --html --help"; files="--output --prom --junit --html"; dirs=""; values="--bind --device --size" ;;
         compare) opts="--json --threshold --mixed --all --help"; files=""; dirs=""; values="--threshold" ;;
         healthcheck) opts="--baseline --mode --node --probes --policy --detached --state --dry-run --json --prom --junit --output --help"; files="--baseline --policy --prom --junit --output"; dirs="--state"; values="--mode --node --probes" ;;
         report) opts="--html --help"; files="--html"; dirs=""; values="" ;;
