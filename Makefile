@@ -5,7 +5,7 @@ BIN    := $(VENV)/bin
 # On a host with an NVIDIA driver, `make run` also installs cupy for the driver's CUDA major version.
 GPU_EXTRA := $(shell $(PYTHON) tools/gpu_extra.py 2>/dev/null)
 
-.PHONY: run test lint bench bench-verdicts completions test-numa-vm test-html test-slurm readme clean
+.PHONY: run test lint bench bench-manycore bench-verdicts completions test-numa-vm test-html test-slurm readme clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -36,6 +36,10 @@ test: lint
 ## bench: native references beside perfprobe's kernels, and the --help start-up time
 bench: $(VENV)/.installed-test
 	$(BIN)/python bench/run_all.py
+
+## bench-manycore: latency per level and the DRAM read/triad thread sweep beside C (OpenMP bound one a core), core-to-core pairs beside C
+bench-manycore: $(VENV)/.installed-test
+	$(BIN)/python bench/run_all.py --manycore
 
 ## bench-verdicts: run `perfprobe all --quick` N times (default 10) and count how often each finding fires
 N ?= 10

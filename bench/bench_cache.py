@@ -6,6 +6,13 @@ working sets inside each reported level and in DRAM (4x the LLC), then at each
 times the pointer chase (ns/load) and read and triad bandwidth (1 thread, all usable CPUs) in C and
 in numba, alternating rounds so both see the same background. Prints a side-by-side table of
 ratios; exits 1 when a target is missed: latency within ±10% of C, bandwidth at least 90% of C.
+Both sides place their threads one a physical core (numba: perfprobe/kernels/placement.py; C:
+OMP_PROC_BIND=close OMP_PLACES=cores).
+
+`--manycore` (make bench-manycore; bench/manycore_cache.py): latency at each level within ±5% and
+the DRAM read and triad thread sweep (1, 2, 4, ... every physical core) beside C's, at least 0.95
+of C on all cores and 0.90 at every count. `--variants` adds the unpinned numba kernels and C
+without OpenMP binding (one round each, not judged): what the placement changes.
 """
 
 from __future__ import annotations
@@ -33,7 +40,14 @@ from perfprobe.host import read_host_facts  # noqa: E402
 from perfprobe.probes.cache import timing as m  # noqa: E402
 from perfprobe.probes.cache.buffers import page_buffer  # noqa: E402
 from perfprobe.probes.cache.curve import Level  # noqa: E402
-from perfprobe.probes.cache.plan import PRESETS, data_caches, level_working_sets, make_plan, sharers  # noqa: E402
+from perfprobe.probes.cache.plan import (  # noqa: E402
+    PRESETS,
+    data_caches,
+    level_working_sets,
+    make_plan,
+    plan_placement,
+    sharers,
+)
 from perfprobe.units import format_bytes  # noqa: E402
 
 BUILD = ROOT / "bench" / "build"
@@ -62,17 +76,22 @@ def build() -> Path | None:
     return exe
 
 
-def c_run(exe: Path, *args: Any) -> dict:
-    out = subprocess.run([str(exe), *map(str, args)], capture_output=True, text=True, check=True)
+BOUND = {"OMP_PROC_BIND": "close", "OMP_PLACES": "cores"}  # one OpenMP thread a core, in order
+
+
+def c_run(exe: Path, *args: Any, bound: bool = True) -> dict:
+    env = {k: v for k, v in os.environ.items() if k not in BOUND}
+    env.update(BOUND if bound else {})
+    out = subprocess.run([str(exe), *map(str, args)], capture_output=True, text=True, check=True, env=env)
     return json.loads(out.stdout)
 
 
 def alternate(c_side: Callable[[], dict], py_side: Callable[[], dict], key: str,
-              best: Callable[..., float]) -> tuple[float, float, float, float]:
-    """C then numba in every one of ROUNDS rounds, so both see the same background: (C median,
+              best: Callable[..., float], rounds: int = ROUNDS) -> tuple[float, float, float, float]:
+    """C then numba in every one of `rounds` rounds, so both see the same background: (C median,
     numba median, C best, numba best) of `key` (best: min for latency, max for bandwidth)."""
     cs, ps = [], []
-    for _ in range(ROUNDS):
+    for _ in range(rounds):
         cs.append(c_side())
         ps.append(py_side())
     return (median(c[key]["median"] for c in cs), median(p[key]["median"] for p in ps),
@@ -101,12 +120,17 @@ def main() -> int:
     exe = build()
     if exe is None:
         return 0
+    if "--manycore" in sys.argv:
+        from manycore_cache import manycore  # bench/manycore_cache.py, beside this script
+
+        return manycore(exe, variants="--variants" in sys.argv)
     import numba
 
     from perfprobe.kernels import cache_kernels as k
 
     host = read_host_facts()
-    threads = min(max(1, len(usable_cpus(host))), numba.config.NUMBA_NUM_THREADS)
+    place = plan_placement(host, usable_cpus(host), numba.config.NUMBA_NUM_THREADS)
+    cpus, threads = list(place.cpus), len(place.cpus)
     numba.set_num_threads(threads)
     huge = (host.get("thp") or {}).get("enabled") in ("always", "madvise")
     started = time.perf_counter()
@@ -126,7 +150,7 @@ def main() -> int:
                 size = format_bytes(one) if t == "1t" else f"{threads}x {format_bytes(each)}"
                 figures = alternate(
                     lambda kind=kind, one=one, each=each: c_run(exe, kind, one, each, threads, REPEATS, RUN_MS),
-                    lambda fn=fn, one=one, each=each: fn(k, one, each, threads, timing), t, max)
+                    lambda fn=fn, one=one, each=each: fn(k, one, each, cpus, timing), t, max)
                 rows.append((name, f"{kind} GB/s {t}", size, *figures))
     return report(rows, host, threads, time.perf_counter() - started)
 

@@ -6,6 +6,11 @@ alternates C runs and perfprobe's numba kernels for every spacing and update kin
 shared host hits both alike. Runs where a thread was preempted are retried, as the probe does.
 Targets: ns/update within ±15% of C's, slowdown (vs the widest spacing) within ±20% of C's.
 Exit 0 when met (or when this host cannot run it: no cc, < 2 CPUs), 1 when missed.
+
+`--manycore` (make bench-manycore): the core-to-core matrix instead, on the pairs a full
+`perfprobe falseshare` samples (all CPUs up to 16, else 16 spread over the placement order), C
+ping-pong and perfprobe's alternating per pair, PAIR_REPEATS times, medians. Target: the median
+over pairs of perfprobe/C within ±10%. `--json PATH` writes every pair's figures.
 """
 
 from __future__ import annotations
@@ -111,6 +116,43 @@ def report(samples: dict, cpus: list[int], host_name: str) -> bool:
     return ok
 
 
+PAIR_REPEATS, PAIR_ROUNDS, PAIR_TARGET = 5, 50_000, 0.10
+
+
+def manycore(kernels, order: list[int], host_name: str) -> int:
+    """One-way handoff ns per sampled pair, C beside perfprobe, and the summary."""
+    import json
+
+    from perfprobe.probes.falseshare.plan import FULL, pair_cpus
+
+    cpus, sampled = pair_cpus(order, FULL.max_pair_cpus)
+    pairs = [(a, b) for i, a in enumerate(cpus) for b in cpus[i + 1:]]
+    rows = []
+    for a, b in pairs:
+        numba_run(kernels, "pingpong", [a, b], 2_000, 0)  # warm
+        c = [undisturbed(partial(c_run, "pingpong", [a, b], PAIR_ROUNDS, 0)) for _ in range(PAIR_REPEATS)]
+        p = [undisturbed(partial(numba_run, kernels, "pingpong", [a, b], PAIR_ROUNDS, 0)) for _ in range(PAIR_REPEATS)]
+        rows.append({"a": a, "b": b, "c_ns": statistics.median(c), "perfprobe_ns": statistics.median(p)})
+    ratios = sorted(r["perfprobe_ns"] / r["c_ns"] for r in rows)
+    mid = statistics.median(ratios)
+    print(f"host: {host_name}; core-to-core one-way ns, {len(pairs)} pairs of CPUs {cpus} "
+          f"({'sampled: ' + str(len(cpus)) + ' of ' + str(len(order)) + ' CPUs, spread over the placement order' if sampled else 'every usable CPU'}); "
+          f"{PAIR_REPEATS} alternating runs of {PAIR_ROUNDS} round trips per pair, medians")
+    cs, ps = [r["c_ns"] for r in rows], [r["perfprobe_ns"] for r in rows]
+    print(f"C one-way ns: median {statistics.median(cs):.1f}, range {min(cs):.1f}-{max(cs):.1f}; "
+          f"perfprobe: median {statistics.median(ps):.1f}, range {min(ps):.1f}-{max(ps):.1f}")
+    print(f"perfprobe/C per pair: median {mid:.3f}, 10th-90th percentile "
+          f"{ratios[len(ratios) // 10]:.3f}-{ratios[(9 * len(ratios)) // 10]:.3f}, "
+          f"min {ratios[0]:.3f}, max {ratios[-1]:.3f}")
+    for r in sorted(rows, key=lambda r: -abs(r["perfprobe_ns"] / r["c_ns"] - 1))[:5]:
+        print(f"  furthest: CPUs {r['a']}-{r['b']}: C {r['c_ns']:.1f} ns, perfprobe {r['perfprobe_ns']:.1f} ns")
+    if "--json" in sys.argv:
+        Path(sys.argv[sys.argv.index("--json") + 1]).write_text(json.dumps({"cpus": cpus, "pairs": rows}))
+    ok = abs(mid - 1) <= PAIR_TARGET
+    print(f"target: median perfprobe/C within ±{PAIR_TARGET:.0%}: {'met' if ok else 'MISSED'}")
+    return 0 if ok else 1
+
+
 def main() -> int:
     from perfprobe.bind import usable_cpus
     from perfprobe.host import read_host_facts
@@ -125,8 +167,11 @@ def main() -> int:
         return 0
     from perfprobe.kernels import falseshare_kernels as kernels
 
-    cpus = placement_order(usable, host["cpus"].get("cores") or [])[:2]
+    order = placement_order(usable, host["cpus"].get("cores") or [])
+    cpus = order[:2]
     name = f"{host['cpu'].get('model')}, {len(usable)} usable CPUs, kernel {host.get('kernel')}"
+    if "--manycore" in sys.argv:
+        return manycore(kernels, order, name)
     return 0 if report(measure(kernels, cpus), cpus, name) else 1
 
 

@@ -9,8 +9,14 @@
  *       GB/s: one thread over ONE_BYTES, then THREADS OpenMP threads each over its own EACH_BYTES
  *       share (first touched by that thread). Triad a = b + s*c counts 24 bytes an element.
  *
- * Prints one JSON object: {"median": ..., "min": ..., "max": ...} (chase) or
- * {"1t": {...}, "all": {...}} (read, triad).
+ *   cache_ref sweep read|triad TOTAL_BYTES 1,2,4,... REPEATS RUN_MS
+ *       GB/s at each thread count over TOTAL_BYTES split in equal contiguous shares, on arrays
+ *       allocated for that count and first touched share by share by the thread that uses it
+ *       (STREAM). Threads are placed by OpenMP: run with OMP_PROC_BIND=close OMP_PLACES=cores
+ *       (one thread a physical core, filled in order), as bench/bench_cache.py --manycore does.
+ *
+ * Prints one JSON object: {"median": ..., "min": ..., "max": ...} (chase),
+ * {"1t": {...}, "all": {...}} (read, triad) or {"threads": [...], "gbs": [{...}, ...]} (sweep).
  * Build: cc -O3 -march=native -mno-avx512f -fopenmp.
  */
 #define _GNU_SOURCE
@@ -197,15 +203,56 @@ static int do_bandwidth(int is_triad, size_t one_bytes, size_t each_bytes, int t
     return 0;
 }
 
+/* arrays k start k*1088 bytes past a 2 MiB boundary (4K aliasing, see do_bandwidth); share t of
+ * `each` elements first touched by thread t of a team of `threads` */
+static double *sweep_array(int k, size_t each, int threads, double **base) {
+    size_t n = each * threads;
+    size_t len = (n * sizeof(double) + 2 * HUGE_ALIGN - 1) / HUGE_ALIGN * HUGE_ALIGN;
+    *base = aligned_alloc(HUGE_ALIGN, len);
+    madvise(*base, len, MADV_HUGEPAGE);
+    double *a = *base + k * 136;
+#pragma omp parallel num_threads(threads)
+    {
+        size_t lo = (size_t)omp_get_thread_num() * each;
+        for (size_t i = lo; i < lo + each; i++) a[i] = k;
+    }
+    return a;
+}
+
+static int do_sweep(int is_triad, size_t total_bytes, const char *list, int repeats, double run_ms) {
+    size_t width = is_triad ? 24 : 8;
+    char *copy = strdup(list), *save = NULL;
+    int first = 1;
+    printf("{\"kind\": \"%s\", \"runs\": [", is_triad ? "triad" : "read");
+    for (char *tok = strtok_r(copy, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+        int threads = atoi(tok);
+        if (threads < 1) continue;
+        size_t each = (total_bytes / width / 16 * 16) / threads;
+        double *arr[3], *base[3] = {NULL, NULL, NULL}, v[MAXREP];
+        for (int k = 0; k < (is_triad ? 3 : 1); k++) arr[k] = sweep_array(k, each, threads, &base[k]);
+        if (!is_triad) arr[1] = arr[2] = arr[0];
+        time_rate(is_triad, arr[0], arr[1], arr[2], 0, each, threads, repeats, run_ms, v);
+        printf("%s{\"threads\": %d, \"gbs\": ", first ? "" : ", ", threads);
+        print_stats(NULL, v, repeats, "}");
+        first = 0;
+        for (int k = 0; k < 3; k++) free(base[k]);
+    }
+    printf("]}\n");
+    free(copy);
+    return 0;
+}
+
 int main(int argc, char **argv) {
     if (argc != 7) {
-        fprintf(stderr, "usage: %s chase SIZE LINE HUGE REPEATS RUN_MS | read|triad ONE EACH THREADS REPEATS RUN_MS\n", argv[0]);
+        fprintf(stderr, "usage: %s chase SIZE LINE HUGE REPEATS RUN_MS | read|triad ONE EACH THREADS REPEATS RUN_MS"
+                " | sweep read|triad TOTAL 1,2,4,... REPEATS RUN_MS\n", argv[0]);
         return 2;
     }
     size_t x = strtoull(argv[2], NULL, 10), y = strtoull(argv[3], NULL, 10);
     int z = atoi(argv[4]), repeats = atoi(argv[5]);
     double run_ms = atof(argv[6]);
     if (repeats < 1 || repeats > MAXREP) repeats = 5;
+    if (!strcmp(argv[1], "sweep")) return do_sweep(!strcmp(argv[2], "triad"), y, argv[4], repeats, run_ms);
     if (!strcmp(argv[1], "chase")) return do_chase(x, y, z, repeats, run_ms);
     if (!strcmp(argv[1], "read")) return do_bandwidth(0, x, y, z, repeats, run_ms);
     if (!strcmp(argv[1], "triad")) return do_bandwidth(1, x, y, z, repeats, run_ms);
