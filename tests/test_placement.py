@@ -1,0 +1,101 @@
+"""Thread placement (perfprobe/placement.py, cache plan_placement): which CPUs N threads get, read
+from captured hosts with SMT (../shared/fixtures/sysfs), and the pinning kernels on this host."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from perfprobe.host import read_host_facts
+from perfprobe.placement import cpu_cores, cpus_for, describe, physical_cores, placement_order, sweep_counts
+from perfprobe.probes.cache.plan import plan_placement
+
+SMT_HOST = "16em64t-4s2c2t"      # 4 sockets x 2 cores x 2 threads
+SMT_OFFLINE = "16em64t-4s2c2t-offlines"
+
+
+def _facts(fixture_tree, name: str) -> dict:
+    return read_host_facts(fixture_tree(name))
+
+
+def test_one_thread_per_physical_core_before_any_sibling(fixture_tree) -> None:
+    host = _facts(fixture_tree, SMT_HOST)
+    cores = cpu_cores(host)
+    usable = host["cpus"]["online"]
+    assert len(cores) == 8 and all(len(c) == 2 for c in cores)
+    order = placement_order(usable, cores)
+    first = order[:8]
+    assert describe(first, cores)["smt_shared"] == []           # 8 threads: 8 distinct cores
+    assert describe(first, cores)["cores"] == 8
+    assert [c[0] for c in cores] == first                         # cores in the order listed
+    nine = cpus_for(order, 9)
+    assert len(describe(nine, cores)["smt_shared"]) == 1          # the 9th thread is "needed" SMT
+
+
+def test_cache_all_threads_use_each_core_once_and_the_sweep_ends_on_smt(fixture_tree) -> None:
+    host = _facts(fixture_tree, SMT_HOST)
+    place = plan_placement(host, host["cpus"]["online"], pool=64)
+    assert len(place.cpus) == 8 and describe(place.cpus, cpu_cores(host))["smt_shared"] == []
+    assert place.counts == (1, 2, 4, 8, 16)                       # 16: every hardware thread
+    assert place.sweep_cpus(4) == list(place.cpus[:4])
+
+
+def test_affinity_narrows_the_placement(fixture_tree) -> None:
+    """Only usable CPUs (affinity, --bind) are placed; a core with one usable sibling counts once."""
+    host = _facts(fixture_tree, SMT_HOST)
+    cores = cpu_cores(host)
+    usable = sorted(cores[0] + cores[1][:1] + cores[2])
+    order = placement_order(usable, cores)
+    assert sorted(order) == usable
+    assert physical_cores(order, cores) == 3
+    assert order[:3] == [cores[0][0], cores[1][0], cores[2][0]]
+    assert plan_placement(host, usable, pool=64).cpus == tuple(order[:3])
+
+
+def test_offline_cpus_are_never_placed(fixture_tree) -> None:
+    host = _facts(fixture_tree, SMT_OFFLINE)
+    online = host["cpus"]["online"]
+    order = placement_order(online, cpu_cores(host))
+    assert set(order) == set(online) and not set(order) & set(host["cpus"]["offline"])
+
+
+def test_pool_caps_the_threads(fixture_tree) -> None:
+    host = _facts(fixture_tree, SMT_HOST)
+    assert len(plan_placement(host, host["cpus"]["online"], pool=3).cpus) == 3
+
+
+@given(st.integers(1, 300), st.integers(0, 300))
+def test_sweep_counts_double_up_to_the_cores_then_all(cores: int, extra: int) -> None:
+    counts = sweep_counts(cores, cores + extra)
+    assert counts[0] == 1 and cores in counts
+    assert counts == sorted(set(counts))
+    assert counts[-1] == cores + extra
+    below = [n for n in counts if n < cores]
+    assert below == [2 ** i for i in range(len(below))]
+
+
+def test_cpus_for_refuses_more_threads_than_cpus() -> None:
+    with pytest.raises(ValueError):
+        cpus_for([0, 1], 3)
+
+
+def test_placed_kernels_run_each_share_on_its_cpu_and_give_the_cpus_back() -> None:
+    """The real pinning (numba): every share ran on its CPU; afterwards every thread has its CPUs."""
+    import numpy as np
+
+    from perfprobe.kernels import cache_kernels as k
+    from perfprobe.kernels import placement as kp
+
+    allowed = sorted(os.sched_getaffinity(0))
+    cpus = list(reversed(allowed))[:2]
+    a = np.ones(1 << 12)
+    with kp.pinned_pool() as record:
+        placed = kp.Placed(cpus)
+        assert k.read_sum_placed(a, placed.masks, placed.where, 2) == pytest.approx(2 * a.sum())
+        assert placed.verified() and [int(c) for c in placed.where] == cpus
+    assert record["layer"] in ("omp", "workqueue", "tbb")
+    for tid in os.listdir("/proc/self/task"):
+        assert sorted(os.sched_getaffinity(int(tid))) == allowed
