@@ -33,6 +33,10 @@ KNOWN_NOISE = (
     ("uvm:*managed_on_demand", 0.35), ("uvm:*advise_preferred_gpu", 0.45), ("uvm:*host_*", 0.30),
     ("falseshare:core_to_core_ns.*", 0.50), ("falseshare:*plain*", 0.40),
     ("cache:*.all", 0.30), ("cache:size_bytes.*", 0.40),
+    # The H200 guest's L3 is shared with other VMs (it gets ~6% of the 300 MiB reported): its L3
+    # latency read 43.5 ns in one healthcheck and 58.5 ns (+35%) in the next, confirmed on re-measure
+    # (docs/results/healthcheck-h200.md). A last-level cache shared with neighbours is not a node fault.
+    ("cache:latency_ns.L3", 0.45),
 )
 _DEVICE = re.compile(r"\[\d+\]:")
 
