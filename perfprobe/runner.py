@@ -9,8 +9,10 @@ from __future__ import annotations
 import dataclasses
 import importlib
 import json
+import sys
 import time
 import traceback
+from pathlib import Path
 from typing import Any, Mapping, Sequence
 
 from perfprobe import __version__, confirm
@@ -70,7 +72,7 @@ def run(names: Sequence[str], config: RunConfig, progress: ProgressFactory = nul
             if raw is not None:
                 raws[key] = raw
     if config.record:
-        config.record.write_text(json.dumps({"host": host, "raw": raws}, indent=1, default=str))
+        _write_recording(config.record, host, raws)
     return Report(__version__, host, tuple(results), time.perf_counter() - started)
 
 
@@ -143,6 +145,16 @@ def _remeasure(probe: Probe, ctx: ProbeContext, raw: Mapping[str, Any],
     except Exception:  # noqa: BLE001 - an unconfirmed warn stands as first judged
         return None
     return second
+
+
+def _write_recording(path: Path, host: Mapping[str, Any], raws: Mapping[str, Any]) -> None:
+    """Write --record; the path was checked writable before the run, so a failure here (disk full,
+    the folder removed) is said on stderr and the report is still rendered, never a traceback."""
+    try:
+        path.write_text(json.dumps({"host": host, "raw": raws}, indent=1, default=str))
+    except OSError as exc:
+        sys.stderr.write(f"perfprobe: --record {path}: cannot write ({exc.strerror or exc}); "
+                         "the report is still printed\n")
 
 
 def _measure(probe: Probe, ctx: ProbeContext) -> dict[str, Any]:

@@ -83,3 +83,11 @@ def test_replay_of_device_all_gives_every_recorded_gpu(tmp_path):
                                      "raw": {"gpu[0]": {"latency_ns": 1}, "gpu[1]": {"latency_ns": 2}}}))
     results = runner.run(["gpu"], RunConfig(replay=recording, device="all")).results
     assert [(r.device, r.verdict) for r in results] == [(0, Verdict.PASS), (1, Verdict.PASS)]
+
+
+def test_a_recording_that_cannot_be_written_at_the_end_is_said_not_raised(fakes, tmp_path, capsys):
+    """--record is checked before the run; if its folder vanishes meanwhile, the report survives."""
+    target = tmp_path / "gone" / "rec.json"
+    report = runner.run(["good"], RunConfig(record=target))
+    assert report.results[0].verdict is Verdict.PASS
+    assert "--record" in capsys.readouterr().err and not target.exists()
