@@ -153,9 +153,15 @@ def _round_trips(session: Session, transport: str, size: int, count: int) -> tup
 
 
 def _pingpong(session: Session, transport: str, size: int, settings: Settings) -> dict[str, Any]:
-    """A short calibrating run (also the warm-up), then one sized to settings.run_ms."""
-    probe, _, _, _ = _round_trips(session, transport, size, plan.CALIBRATION_MESSAGES)
-    count = plan.messages(size, settings, float(np.median(probe[1:])) / 1000.0)
+    """Warm-up runs of growing length until one lasts settings.warm_ms (an idle vCPU or a core
+    that has slept answers slowly for the first milliseconds), then one sized to settings.run_ms."""
+    n = plan.CALIBRATION_MESSAGES
+    while True:
+        probe, _, _, _ = _round_trips(session, transport, size, n)
+        if probe.sum() / 1e6 >= settings.warm_ms or n >= settings.max_messages:
+            break
+        n = min(settings.max_messages, n * 8)
+    count = plan.messages(size, settings, float(np.median(probe[n // 2:])) / 1000.0)
     lat, worker_cpu, mine, wall_s = _round_trips(session, transport, size, count)
     kept = lat[int(count * settings.warmup_fraction):] / 1000.0
     session.last_rtt_us = float(np.median(kept))

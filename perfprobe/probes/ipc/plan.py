@@ -41,13 +41,14 @@ class Settings:
     stream_repeats: int       # repeats of each one-way stream (median, min-max)
     async_messages: int       # round trips through the event loop
     warmup_fraction: float    # leading round trips left out of the statistics
+    warm_ms: float            # untimed ping-pong before each timed run (both ends busy first)
 
 
 FULL = Settings(sizes=(64, 256, 1 << 10, 4 << 10, 16 << 10, 64 << 10, 256 << 10, 1 << 20), run_ms=40.0,
                 min_messages=50, max_messages=50_000, stream_repeats=3, async_messages=5000,
-                warmup_fraction=0.1)
+                warmup_fraction=0.1, warm_ms=20.0)
 QUICK = Settings(sizes=(64, 4 << 10, 64 << 10, 1 << 20), run_ms=3.0, min_messages=16, max_messages=4000,
-                 stream_repeats=1, async_messages=600, warmup_fraction=0.1)
+                 stream_repeats=1, async_messages=600, warmup_fraction=0.1, warm_ms=4.0)
 PRESETS = Presets(full=FULL, quick=QUICK)
 
 

@@ -1,0 +1,165 @@
+/* C reference for `perfprobe ipc`: ping-pong round trips between a parent and a forked child over
+ * the same transports (Unix stream and seqpacket socket pairs, two pipes, loopback TCP with
+ * TCP_NODELAY, and a shared-memory SPSC ring per direction whose receiver spins, sleeps on a futex
+ * or on an eventfd), with the same ring protocol as perfprobe/kernels/ipc_kernels.py (seq_cst head
+ * and tail, a waiter flag read after the publish).
+ *
+ *   ipc_ref CPU_PARENT CPU_CHILD COUNT SIZE...
+ * Each measurement runs COUNT untimed round trips, then COUNT timed ones (the first 10% of those
+ * left out), and prints one line per transport and size: "transport size median_us p99_us".
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <linux/futex.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <sched.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <sys/mman.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <signal.h>
+#include <time.h>
+#include <unistd.h>
+
+enum { SPIN, FUTEX, EVENTFD };
+#define RING_BYTES (4 << 20)
+typedef struct { int64_t head, pad0[7], tail, pad1[7], cwait, pad2[7], pwait, pad3[7]; } ring_ctl;
+typedef struct { int64_t abort, pad[7]; ring_ctl ring[2]; } ctl_page;
+
+static int64_t now_ns(void) { struct timespec t; clock_gettime(CLOCK_MONOTONIC, &t); return t.tv_sec * 1000000000LL + t.tv_nsec; }
+static void pin(int cpu) { cpu_set_t s; CPU_ZERO(&s); CPU_SET(cpu, &s); sched_setaffinity(0, sizeof s, &s); }
+static int cmp64(const void *a, const void *b) { int64_t x = *(const int64_t *)a, y = *(const int64_t *)b; return (x > y) - (x < y); }
+
+static int full_io(int fd, char *p, size_t n, int sock, int packet, int out) {
+    size_t done = 0;
+    while (done < n) {
+        ssize_t r = out ? (sock ? send(fd, p + done, n - done, MSG_NOSIGNAL) : write(fd, p + done, n - done))
+                        : (sock ? recv(fd, p + done, n - done, 0) : read(fd, p + done, n - done));
+        if (r <= 0) return -1;
+        done += (size_t)r;
+        if (packet && !out) return 0;
+    }
+    return 0;
+}
+
+/* ---- the ring ---------------------------------------------------------------------------- */
+static ctl_page *ctl; static char *data;
+static int efd_of[2];   /* the eventfd each side sleeps on: [0] parent, [1] child */
+
+static void wait_change(int64_t *word, int64_t old, int64_t *flag, int mode, int my_efd) {
+    while (__atomic_load_n(word, __ATOMIC_SEQ_CST) == old) {
+        if (mode == SPIN) continue;
+        __atomic_store_n(flag, 1, __ATOMIC_SEQ_CST);
+        if (__atomic_load_n(word, __ATOMIC_SEQ_CST) == old) {
+            if (mode == FUTEX) {
+                struct timespec ts = {0, 50000000};
+                syscall(SYS_futex, word, FUTEX_WAIT, (int)(old & 0xFFFFFFFF), &ts, NULL, 0);
+            } else { uint64_t v; if (read(my_efd, &v, 8) < 0) exit(2); }
+        }
+        __atomic_store_n(flag, 0, __ATOMIC_SEQ_CST);
+    }
+}
+
+static void publish(int64_t *word, int64_t v, int64_t *flag, int mode, int peer_efd) {
+    __atomic_store_n(word, v, __ATOMIC_SEQ_CST);
+    if (mode != SPIN && __atomic_load_n(flag, __ATOMIC_SEQ_CST)) {
+        if (mode == FUTEX) syscall(SYS_futex, word, FUTEX_WAKE, 1, NULL, NULL, 0);
+        else { uint64_t one = 1; if (write(peer_efd, &one, 8) < 0) exit(2); }
+    }
+}
+
+static char *slot(int r, int64_t slots, int64_t i) { int64_t half = RING_BYTES; return data + r * half + (i % slots) * (half / slots); }
+
+static void push(int r, int64_t slots, const char *src, size_t n, int mode, int me, int peer) {
+    ring_ctl *c = &ctl->ring[r];
+    int64_t head = __atomic_load_n(&c->head, __ATOMIC_SEQ_CST), tail;
+    while (head - (tail = __atomic_load_n(&c->tail, __ATOMIC_SEQ_CST)) >= slots) wait_change(&c->tail, tail, &c->pwait, mode, me);
+    memcpy(slot(r, slots, head), src, n);
+    publish(&c->head, head + 1, &c->cwait, mode, peer);
+}
+
+static void pop(int r, int64_t slots, char *dst, size_t n, int mode, int me, int peer) {
+    ring_ctl *c = &ctl->ring[r];
+    int64_t tail = __atomic_load_n(&c->tail, __ATOMIC_SEQ_CST);
+    wait_change(&c->head, tail, &c->cwait, mode, me);
+    memcpy(dst, slot(r, slots, tail), n);
+    publish(&c->tail, tail + 1, &c->pwait, mode, peer);
+}
+
+/* ---- one measurement ---------------------------------------------------------------------- */
+static void tcp_pair(int sv[2]) {
+    int l = socket(AF_INET, SOCK_STREAM, 0), one = 1;
+    struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    socklen_t len = sizeof a;
+    bind(l, (struct sockaddr *)&a, sizeof a); listen(l, 1); getsockname(l, (struct sockaddr *)&a, &len);
+    sv[0] = socket(AF_INET, SOCK_STREAM, 0);
+    if (connect(sv[0], (struct sockaddr *)&a, sizeof a) < 0) exit(2);
+    sv[1] = accept(l, NULL, NULL); close(l);
+    setsockopt(sv[0], IPPROTO_TCP, TCP_NODELAY, &one, sizeof one); setsockopt(sv[1], IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+}
+
+static void run(const char *name, int cpu_p, int cpu_c, long count, size_t size) {
+    int sv[2] = {-1, -1}, p2c[2], c2p[2], ring = -1, sock = 1, packet = 0;
+    if (!strcmp(name, "uds")) socketpair(AF_UNIX, SOCK_STREAM, 0, sv);
+    else if (!strcmp(name, "uds_seqpacket")) {
+        int buf = 4 << 20; socketpair(AF_UNIX, SOCK_SEQPACKET, 0, sv); packet = 1;
+        for (int i = 0; i < 2; i++) { setsockopt(sv[i], SOL_SOCKET, SO_SNDBUF, &buf, sizeof buf); setsockopt(sv[i], SOL_SOCKET, SO_RCVBUF, &buf, sizeof buf); }
+    } else if (!strcmp(name, "tcp")) tcp_pair(sv);
+    else if (!strcmp(name, "pipe")) { if (pipe(p2c) || pipe(c2p)) exit(2); sock = 0; }
+    else ring = !strcmp(name, "shm_spin") ? SPIN : !strcmp(name, "shm_futex") ? FUTEX : EVENTFD;
+    int64_t slots = RING_BYTES / (int64_t)(size < 64 ? 64 : size); if (slots > 1024) slots = 1024; if (slots < 2) slots = 2;
+    memset(ctl, 0, sizeof *ctl);
+    char *buf = calloc(1, size); int64_t *lat = calloc((size_t)count, 8);
+    pid_t child = fork();
+    if (child == 0) {
+        prctl(PR_SET_PDEATHSIG, SIGKILL); pin(cpu_c);
+        int rfd = sock ? sv[1] : p2c[0], wfd = sock ? sv[1] : c2p[1];
+        for (long i = 0; i < 2 * count; i++) {   /* count untimed warm-up round trips, then count timed */
+            if (ring >= 0) { pop(0, slots, buf, size, ring, efd_of[1], efd_of[0]); push(1, slots, buf, size, ring, efd_of[1], efd_of[0]); }
+            else if (full_io(rfd, buf, size, sock, packet, 0) || full_io(wfd, buf, size, sock, packet, 1)) _exit(2);
+        }
+        _exit(0);
+    }
+    pin(cpu_p);
+    int rfd = sock ? sv[0] : c2p[0], wfd = sock ? sv[0] : p2c[1];
+    for (long i = 0; i < 2 * count; i++) {
+        int64_t t = now_ns();
+        if (ring >= 0) { push(0, slots, buf, size, ring, efd_of[0], efd_of[1]); pop(1, slots, buf, size, ring, efd_of[0], efd_of[1]); }
+        else if (full_io(wfd, buf, size, sock, packet, 1) || full_io(rfd, buf, size, sock, packet, 0)) { fprintf(stderr, "%s: io error %s\n", name, strerror(errno)); exit(2); }
+        if (i >= count) lat[i - count] = now_ns() - t;
+    }
+    waitpid(child, NULL, 0);
+    long skip = count / 10;
+    qsort(lat + skip, (size_t)(count - skip), 8, cmp64);
+    long n = count - skip;
+    printf("%s %zu %.3f %.3f\n", name, size, lat[skip + n / 2] / 1e3, lat[skip + (long)(0.99 * (n - 1))] / 1e3);
+    fflush(stdout);
+    for (int i = 0; i < 2; i++) { if (sv[i] >= 0) close(sv[i]); }
+    if (!sock) { close(p2c[0]); close(p2c[1]); close(c2p[0]); close(c2p[1]); }
+    free(buf); free(lat);
+}
+
+int main(int argc, char **argv) {
+    if (argc < 5) { fprintf(stderr, "usage: %s CPU_PARENT CPU_CHILD COUNT SIZE...\n", argv[0]); return 2; }
+    int cpu_p = atoi(argv[1]), cpu_c = atoi(argv[2]); long count = atol(argv[3]);
+    char *map = mmap(NULL, 4096 + 2 * RING_BYTES, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    if (map == MAP_FAILED) return 2;
+    ctl = (ctl_page *)map; data = map + 4096;
+    efd_of[0] = eventfd(0, 0); efd_of[1] = eventfd(0, 0);
+    const char *names[] = {"uds", "uds_seqpacket", "pipe", "tcp", "shm_spin", "shm_futex", "shm_eventfd"};
+    for (int a = 4; a < argc; a++)
+        for (int t = 0; t < 7; t++) {
+            if (cpu_p == cpu_c && t == 4) continue;   /* no spinning when both share one CPU */
+            size_t size = (size_t)atol(argv[a]);
+            long n = count; if (size >= (64 << 10)) n = count / 10 > 20 ? count / 10 : 20;
+            run(names[t], cpu_p, cpu_c, n, size);
+        }
+    return 0;
+}
