@@ -52,6 +52,6 @@ def _judged_again(finding: Finding, second: Sequence[Finding]) -> Finding:
     if agreed:
         return replace(finding, confirmation=record)
     then = again.message if again is not None else "no such finding"
-    return Finding(Verdict.PASS, f"not confirmed on a re-measurement: {finding.message} then {then}",
+    return Finding(Verdict.PASS, f"not confirmed on a re-measurement: {finding.message.rstrip('.')} then {then}",
                    NOT_CONFIRMED_ADVICE, confirm=finding.confirm, figure=finding.figure,
                    confirmation=record)

@@ -151,13 +151,19 @@ def main() -> int:
     parser.add_argument("--runs", type=int, default=10)
     parser.add_argument("--out", type=Path, default=Path("docs/results/verdict-stability.md"))
     parser.add_argument("--save-reports", type=Path, help="folder for each run's JSON report")
+    parser.add_argument("--max-seconds", type=float, help="start no run after this many seconds (the record "
+                        "then says how many ran)")
     parser.add_argument("extra", nargs="*", help="more perfprobe arguments (after --)")
     args = parser.parse_args()
     if args.runs < 1:
         parser.error("--runs must be at least 1")
     reports, codes, seconds = [], [], []
     load_before = machine_load()
+    started = time.perf_counter()
     for index in range(args.runs):
+        if args.max_seconds and index and time.perf_counter() - started > args.max_seconds:
+            print(f"stopping after {index} runs: --max-seconds {args.max_seconds:g} passed", file=sys.stderr)
+            break
         report, code, elapsed = run_once(args.extra)
         reports.append(report), codes.append(code), seconds.append(elapsed)
         print(f"run {index + 1}/{args.runs}: exit {code}, {elapsed:.1f} s", file=sys.stderr)
