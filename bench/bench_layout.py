@@ -20,19 +20,27 @@ import numpy as np
 
 ROOT = Path(__file__).resolve().parent.parent
 SOURCE, BINARY = ROOT / "bench" / "layout_ref.c", ROOT / "bench" / "build" / "layout_ref"
-REPEATS, LINES, REPS, STEPS = 5, 256, 128, 1 << 15
+REPEATS, LINES = 5, 256   # process-level repeats (C and numba interleaved); lines of the split test
 NS_TARGET, RATIO_TARGET = 0.10, 0.15
 
 sys.path.insert(0, str(ROOT))
 
 
-def build() -> bool:
+def soa_vector_bytes(k) -> int:
+    """The vector width of numba's soa_sum loop here (the C's SoA loop is built to the same)."""
+    k.soa_sum(np.ones((2, 64), dtype=np.int64), 0, 1)
+    return k.vector_bytes(k.soa_sum)[0] or 32
+
+
+def build(vec_bytes: int) -> bool:
     cc = shutil.which("cc") or shutil.which("gcc")
     if cc is None:
         print("skip: no C compiler (cc) on this host")
         return False
     BINARY.parent.mkdir(parents=True, exist_ok=True)
-    subprocess.run([cc, "-O3", "-march=native", "-o", str(BINARY), str(SOURCE)], check=True)
+    subprocess.run([cc, "-O3", "-march=native", f"-DVEC_BYTES={vec_bytes}", "-o", str(BINARY), str(SOURCE)],
+                   check=True)
+    print(f"built {BINARY.name}: cc -O3 -march=native -DVEC_BYTES={vec_bytes} (numba's soa_sum vector width)")
     return True
 
 
@@ -41,24 +49,23 @@ def c_pair(*args: object) -> tuple[float, float]:
     return float(out[0]), float(out[1])
 
 
-def pp_split(k, buf: np.ndarray, w: int, off: int) -> tuple[float, float]:
-    from perfprobe.probes.layout.measure import _chain
+def pp_split(k, buf: np.ndarray, w: int, off: int, settings) -> tuple[float, float]:
+    """The probe's own measure._throughput/_latency on the C's positions (line i -> i*97 % LINES)."""
+    from perfprobe.probes.layout.measure import _chain, _latency, _throughput
 
     positions = (np.arange(LINES) * 97 % LINES) * 64 + off
     first = _chain(buf, positions)
-    k.throughput(buf.ctypes.data + off, 64, LINES, 1, w)
-    tp = k.throughput(buf.ctypes.data + off, 64, LINES, REPS, w) / (LINES * REPS)
-    return tp, k.latency(buf.ctypes.data, first, STEPS, w)[0] / STEPS
+    reps = max(1, settings.loads // LINES)
+    tp = _throughput(k, buf.ctypes.data + off, 64, LINES, reps, w, settings)
+    return tp["median"], _latency(k, buf.ctypes.data, first, w, settings)["median"]
 
 
-def pp_page(k, buf: np.ndarray, w: int, at: int) -> tuple[float, float]:
-    from perfprobe.probes.layout.measure import _chain
+def pp_page(k, buf: np.ndarray, w: int, split: bool, settings) -> tuple[float, float]:
+    """The probe's own page point (measure.page_point), as `perfprobe layout` runs it."""
+    from perfprobe.probes.layout.measure import page_point
 
-    positions = 4096 + at + 4096 * np.arange(4)
-    first = _chain(buf, positions)
-    addr = buf.ctypes.data + int(positions[0])
-    k.throughput(addr, 4096, 4, 1, w)
-    return k.throughput(addr, 4096, 4, 8192, w) / (4 * 8192), k.latency(buf.ctypes.data, first, STEPS, w)[0] / STEPS
+    point = page_point(k, buf, w, split, settings)
+    return point["throughput_ns"]["median"], point["latency_ns"]["median"]
 
 
 def pp_records(k, nbytes: int, fields: int, flush: np.ndarray | None, reps: int) -> tuple[float, float]:
@@ -77,24 +84,28 @@ def pp_records(k, nbytes: int, fields: int, flush: np.ndarray | None, reps: int)
 
 
 def main() -> int:
-    if not build():
-        return 0
     from perfprobe.host import read_host_facts
     from perfprobe.kernels import layout_kernels as k
     from perfprobe.probes.layout import plan
 
+    if not build(soa_vector_bytes(k)):
+        return 0
+    st = plan.FULL
     host = read_host_facts(None)
     l1, l2, llc = plan.cache_bytes(host, 1) // 2, plan.cache_bytes(host, 2) // 2, plan.last_level_bytes(host)
     dram, flush_bytes = max(4 * llc, 64 << 20), plan.flush_bytes(host)
     flush = np.ones(flush_bytes // 8, dtype=np.int64)
-    line_buf, page_buf = k.aligned_bytes((LINES + 2) * 64 + 4096), k.aligned_bytes(6 * 4096)
+    line_buf, page_buf = k.aligned_bytes((LINES + 2) * 64 + 4096), k.aligned_bytes(plan.page_buffer_bytes())
+    split_args = (LINES, st.loads // LINES, st.chain_steps, st.repeats)
+    page_reps = st.loads // plan.PAGE_SPLITS
     points = {}
     for w in (8, 32):
-        points[f"split.{w}B.aligned"] = (("split", w, 0, LINES, REPS, STEPS), lambda w=w: pp_split(k, line_buf, w, 0))
-        points[f"split.{w}B.line"] = (("split", w, 60, LINES, REPS, STEPS), lambda w=w: pp_split(k, line_buf, w, 60))
-        points[f"page.{w}B.aligned"] = (("page", w, 0, 8192, STEPS), lambda w=w: pp_page(k, page_buf, w, 0))
-        points[f"page.{w}B.split"] = (("page", w, 4096 - w // 2, 8192, STEPS),
-                                      lambda w=w: pp_page(k, page_buf, w, 4096 - w // 2))
+        points[f"split.{w}B.aligned"] = (("split", w, 0, *split_args), lambda w=w: pp_split(k, line_buf, w, 0, st))
+        points[f"split.{w}B.line"] = (("split", w, 60, *split_args), lambda w=w: pp_split(k, line_buf, w, 60, st))
+        for name, split in (("aligned", False), ("split", True)):
+            at = plan.page_positions(w, split)[0] - plan.PAGE_BYTES   # the C adds one page
+            points[f"page.{w}B.{name}"] = (("page", w, at, page_reps, st.chain_steps, st.repeats),
+                                           lambda w=w, sp=split: pp_page(k, page_buf, w, sp, st))
     for name, size, fl in (("l1", l1, None), ("l2", l2, None), ("dram", dram, flush)):
         reps = 1 if fl is not None else 200
         for fields in (8, 16):
@@ -111,7 +122,8 @@ def main() -> int:
 
 
 def report(med: dict) -> bool:
-    print(f"median of {REPEATS} interleaved runs; columns: C, perfprobe, Δ")
+    print(f"median of {REPEATS} interleaved runs (split/page: each a median of 5 repeats after an untimed run, as the probe); "
+          "columns: C, perfprobe, Δ")
     ok = True
     rows = []
     for p, m in med.items():

@@ -1,14 +1,15 @@
 /* Native reference for `perfprobe layout`: split loads and AoS/SoA sums in C, to check perfprobe.
  *
- * split W OFFSET LINES REPS STEPS: W-byte loads (memcpy into a register or vector, kept by an empty
+ * split W OFFSET LINES REPS STEPS REPEATS: W-byte loads (memcpy into a register or vector, kept by an empty
  *   asm with a memory clobber, as LLVM treats the probe's asm: no load is hoisted; four per iteration) at OFFSET in each of LINES 64-byte lines, REPS times: ns/load; then a
  *   dependent chain over the same positions (line i -> line (i+1)*97 % LINES; each load's low 32 bits
- *   are the next offset), STEPS loads: ns/load. Prints "<tp_ns> <lat_ns>".
- * page W AT REPS STEPS: the same over 4 pages at byte AT of each page (AT = 4096 - W/2: split).
+ *   are the next offset), STEPS loads: ns/load. One untimed run of each, then REPEATS timed runs:
+ *   prints the medians "<tp_ns> <lat_ns>".
+ * page W AT REPS STEPS REPEATS: the same over 4 pages at byte AT of each page (AT = 4096 - W/2: split).
  * records BYTES K FLUSH REPS: one int64 field summed over N = BYTES/8/K records as AoS (N x K) and
  *   SoA (K x N); FLUSH > 0 reads a FLUSH-byte buffer before each run (DRAM). Prints "<aos_ns> <soa_ns>"
  *   per record.
- * build: cc -O3 -march=native -o layout_ref layout_ref.c       (timing: CLOCK_MONOTONIC)
+ * build: cc -O3 -march=native -DVEC_BYTES=64 -o layout_ref layout_ref.c       (timing: CLOCK_MONOTONIC)
  */
 #include <immintrin.h>
 #include <stdint.h>
@@ -37,11 +38,15 @@ SINK(__m256i, "x")
     return now_ns() - start; }
 TP(uint32_t) TP(uint64_t) TP(__m128i) TP(__m256i)
 
-static uint32_t next_of(const char *p, int w) {
-    if (w == 4) { uint32_t v; memcpy(&v, p, 4); return v; }
-    if (w == 8) { uint64_t v; memcpy(&v, p, 8); return (uint32_t)v; }
-    if (w == 16) { __m128i v; memcpy(&v, p, 16); return (uint32_t)_mm_cvtsi128_si64(v); }
-    __m256i v; memcpy(&v, p, 32); return (uint32_t)_mm_cvtsi128_si64(_mm256_castsi256_si128(v));
+/* The next offset, as the probe's _load_next takes it: the full-width value through an empty asm
+ * in a register (so the load is not narrowed to the 4 bytes used), then its low 32 bits
+ * (vmovq + a 32-bit mov for 16/32 bytes; a 32-bit mov for 8). */
+static inline uint32_t next_of(const char *p, int w) {
+    if (w == 4) { uint32_t v; memcpy(&v, p, 4); __asm__("" : "+r"(v)); return v; }
+    if (w == 8) { uint64_t v; memcpy(&v, p, 8); __asm__("" : "+r"(v)); return (uint32_t)v; }
+    if (w == 16) { __m128i v; memcpy(&v, p, 16); __asm__("" : "+x"(v)); return (uint32_t)(uint64_t)_mm_cvtsi128_si64(v); }
+    __m256i v; memcpy(&v, p, 32); __asm__("" : "+x"(v));
+    return (uint32_t)(uint64_t)_mm_cvtsi128_si64(_mm256_castsi256_si128(v));
 }
 
 #define LAT(W) static int64_t lat_##W(const char *base, uint32_t first, long steps, uint32_t *last) { \
@@ -61,6 +66,7 @@ static int64_t lat(int w, const char *base, uint32_t first, long steps) {
                : w == 16 ? lat_16(base, first, steps, &last) : lat_32(base, first, steps, &last);
     static volatile uint32_t keep;
     keep = last;
+    (void)keep;
     return ns;
 }
 
@@ -68,39 +74,83 @@ static void chain(char *buf, const long *pos, long n) {
     for (long i = 0; i < n; i++) { uint32_t next = (uint32_t)pos[(i + 1) % n]; memcpy(buf + pos[i], &next, 4); }
 }
 
+static int cmp_double(const void *a, const void *b) {
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+static double median(double *v, int n) {
+    qsort(v, n, sizeof *v, cmp_double);
+    return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+/* As the probe's measure._throughput and _latency: one untimed run of each (the same length), then
+ * REPEATS timed runs, medians. A single short run straight after memset() read a page split 10x
+ * cheaper than the steady state on the KVM guest (the first ~10 us after the pages are written). */
+static void timed(int w, const char *buf, long first, long stride, long count, long reps, long steps, int repeats) {
+    double t[64], l[64];
+    if (repeats > 64) repeats = 64;
+    tp(w, buf + first, stride, count, reps);
+    lat(w, buf, (uint32_t)first, steps);
+    for (int i = 0; i < repeats; i++) t[i] = (double)tp(w, buf + first, stride, count, reps) / (count * reps);
+    for (int i = 0; i < repeats; i++) l[i] = (double)lat(w, buf, (uint32_t)first, steps) / steps;
+    printf("%.4f %.4f\n", median(t, repeats), median(l, repeats));
+}
+
+/* The loops numba's LLVM emits for the probe's aos_sum/soa_sum (read from their assembly with
+ * perfprobe.kernels.compiled.innermost_loops), written out so gcc runs the same code:
+ * AoS (stride K x 8 bytes, K >= 2): scalar, one accumulator, unrolled 8 (LLVM keeps its vector
+ *   version of this loop for a unit stride only, and gathers for none);
+ * SoA: VEC_BYTES-wide vector adds into 4 accumulators (LLVM's interleave of 4), a scalar tail.
+ *   VEC_BYTES is the probe's soa_sum vector width on this host (bench_layout.py passes it: 64 with
+ *   zmm on AVX-512 hosts where LLVM prefers 512-bit vectors, 32 elsewhere). */
+#ifndef VEC_BYTES
+#define VEC_BYTES 32
+#endif
+typedef int64_t vec_t __attribute__((vector_size(VEC_BYTES)));
+#define LANES (VEC_BYTES / 8)
+
 __attribute__((noinline)) int64_t aos_sum(const int64_t *a, long n, long k, int64_t *s) {
     int64_t t = 0, start = now_ns();
+#pragma GCC unroll 8
     for (long r = 0; r < n; r++) t += a[r * k];
     *s = t; return now_ns() - start;
 }
 
+static inline vec_t load_vec(const int64_t *p) { vec_t v; memcpy(&v, p, sizeof v); return v; }
+
 __attribute__((noinline)) int64_t soa_sum(const int64_t *row, long n, int64_t *s) {
-    int64_t t = 0, start = now_ns();
-    for (long r = 0; r < n; r++) t += row[r];
+    int64_t start = now_ns();
+    vec_t acc[4] = {{0}, {0}, {0}, {0}};
+    long r = 0;
+    for (; r + 4 * LANES <= n; r += 4 * LANES)
+        for (int j = 0; j < 4; j++) acc[j] += load_vec(row + r + j * LANES);
+    vec_t v = acc[0] + acc[1] + acc[2] + acc[3];
+    int64_t t = 0;
+    for (int i = 0; i < LANES; i++) t += v[i];
+    for (; r < n; r++) t += row[r];
     *s = t; return now_ns() - start;
 }
 
 int main(int argc, char **argv) {
-    if (argc >= 7 && !strcmp(argv[1], "split")) {
+    if (argc >= 8 && !strcmp(argv[1], "split")) {
         int w = atoi(argv[2]); long off = atol(argv[3]), lines = atol(argv[4]), reps = atol(argv[5]), steps = atol(argv[6]);
+        int repeats = atoi(argv[7]);
         char *buf = aligned_alloc(4096, (lines + 2) * 64 + 4096);
         memset(buf, 0, (lines + 2) * 64);
         long *pos = malloc(lines * sizeof *pos);
         for (long i = 0; i < lines; i++) pos[i] = ((i * 97) % lines) * 64 + off;
         chain(buf, pos, lines);
-        tp(w, buf + off, 64, lines, 1);
-        printf("%.4f %.4f\n", (double)tp(w, buf + off, 64, lines, reps) / (lines * reps),
-               (double)lat(w, buf, (uint32_t)pos[0], steps) / steps);
-    } else if (argc >= 6 && !strcmp(argv[1], "page")) {
+        timed(w, buf, pos[0], 64, lines, reps, steps, repeats);
+    } else if (argc >= 7 && !strcmp(argv[1], "page")) {
         int w = atoi(argv[2]); long at = atol(argv[3]), reps = atol(argv[4]), steps = atol(argv[5]);
+        int repeats = atoi(argv[6]);
         char *buf = aligned_alloc(4096, 6 * 4096);
         memset(buf, 0, 6 * 4096);
         long pos[4];
         for (int i = 0; i < 4; i++) pos[i] = 4096 + at + 4096 * i;
         chain(buf, pos, 4);
-        tp(w, buf + pos[0], 4096, 4, 1);
-        printf("%.4f %.4f\n", (double)tp(w, buf + pos[0], 4096, 4, reps) / (4 * reps),
-               (double)lat(w, buf, (uint32_t)pos[0], steps) / steps);
+        timed(w, buf, pos[0], 4096, 4, reps, steps, repeats);
     } else if (argc >= 6 && !strcmp(argv[1], "records")) {
         long bytes = atol(argv[2]), k = atol(argv[3]), flush = atol(argv[4]), reps = atol(argv[5]);
         long n = bytes / 8 / k / 64 * 64;

@@ -6,9 +6,10 @@ Only numbers come out of here; every kernel times itself inside compiled code (`
   iteration, each an unaligned (`align 1`) llvmlite load whose value feeds an empty asm statement:
   the load is kept, no ALU work follows it, so the loop is bound by the loads themselves.
 - `latency`: a chain in which each load's low 32 bits are the byte offset of the next load, so each
-  load waits for the one before: the load-to-use latency at that alignment. A 16/32-byte value
-  passes through an empty asm in a vector register, so the load stays full width (the extraction
-  of its low lane is in every figure of that width, aligned or not).
+  load waits for the one before: the load-to-use latency at that alignment. Every value passes
+  through an empty asm in a register (a vector register for 16/32 bytes), so the load stays full
+  width; then its low 32 bits are taken (vmovq + a 32-bit mov for 16/32 bytes, a 32-bit mov for
+  8): the same instructions as bench/layout_ref.c's `next_of`, in every figure of that width.
 - AoS/SoA: records are int64 fields; AoS is a C-ordered (N, K) array — the same bytes as a numpy
   structured array of K int64 fields — and SoA is a (K, N) array, one row per field. One field
   summed, one field incremented, and every field summed record by record.
@@ -62,8 +63,10 @@ def _load_next(typingctx, addr, width):
 
     def codegen(context, builder, sig, args):
         value = builder.load(builder.inttoptr(args[0], ty.as_pointer()), align=1)
-        if w >= 16:  # through a vector register first, or LLVM narrows the load to its low 8 bytes
-            value = builder.asm(ir.FunctionType(ty, [ty]), "", "=x,0", [value], False)
+        # Through a register first (as bench/layout_ref.c's next_of does), or LLVM narrows the load
+        # to the 4 bytes that are used: an 8-byte load at offset 60 would not split at all.
+        value = builder.asm(ir.FunctionType(ty, [ty]), "", "=x,0" if w >= 16 else "=r,0", [value], False)
+        if w >= 16:
             value = builder.extract_element(value, ir.Constant(ir.IntType(32), 0))
         if w == 4:
             return builder.zext(value, _I64)

@@ -91,6 +91,18 @@ def splits_line(offset: int, width: int) -> bool:
     return offset % LINE_BYTES + width > LINE_BYTES
 
 
+def page_positions(width: int, split: bool) -> list[int]:
+    """Byte positions, in a buffer of `page_buffer_bytes()`, of the PAGE_SPLITS loads of the page
+    test: the starts of pages 1..4 (aligned), or straddling the ends of pages 1..4, width/2 bytes
+    on each side of the boundary (split). Page 0 is never loaded."""
+    at = 2 * PAGE_BYTES - width // 2 if split else PAGE_BYTES
+    return [at + PAGE_BYTES * i for i in range(PAGE_SPLITS)]
+
+
+def page_buffer_bytes() -> int:
+    return (PAGE_SPLITS + 2) * PAGE_BYTES
+
+
 def aligned(offset: int, width: int) -> bool:
     return offset % width == 0
 

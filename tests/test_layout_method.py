@@ -1,0 +1,57 @@
+"""The page test's positions, and the C reference measuring as the probe does (pure: no kernel run).
+
+The page-split figures once read 11-13x in the probe and 1.3-2x in bench/layout_ref.c because the C
+timed one short run and the probe a median of repeats after Python had run between them; these tests
+fail when the two methods drift apart again, or when a page position stops straddling a boundary.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from perfprobe.probes.layout import plan
+
+ROOT = Path(__file__).resolve().parent.parent
+C_SOURCE = (ROOT / "bench" / "layout_ref.c").read_text()
+BENCH = (ROOT / "bench" / "bench_layout.py").read_text()
+
+
+@pytest.mark.parametrize("width", plan.WIDTHS)
+def test_page_splits_straddle_a_boundary_half_each_side(width):
+    buf = plan.page_buffer_bytes()
+    for pos in plan.page_positions(width, split=True):
+        boundary = (pos // plan.PAGE_BYTES + 1) * plan.PAGE_BYTES
+        assert boundary - pos == width // 2 and pos + width - boundary == width // 2
+        assert plan.PAGE_BYTES <= pos and pos + width <= buf   # page 0 never loaded; all in the buffer
+
+
+@pytest.mark.parametrize("width", plan.WIDTHS)
+def test_page_aligned_loads_start_distinct_pages(width):
+    positions = plan.page_positions(width, split=False)
+    assert all(p % plan.PAGE_BYTES == 0 for p in positions)
+    assert len({p // plan.PAGE_BYTES for p in positions}) == plan.PAGE_SPLITS
+
+
+def test_the_c_reference_times_as_the_probe_does():
+    """An untimed run, then REPEATS timed runs and their median, for both split and page modes."""
+    timed = C_SOURCE[C_SOURCE.index("static void timed("):]
+    timed = timed[:timed.index("\n}\n")]
+    assert re.search(r"\btp\(w, .*reps\);\n\s+lat\(w,", timed), "no untimed run before the timed ones"
+    assert "median(t, repeats)" in timed and "median(l, repeats)" in timed
+    assert C_SOURCE.count("timed(w, buf,") == 2   # split and page
+
+
+def test_the_bench_runs_the_probes_own_page_point_with_its_settings():
+    assert "page_point(k, buf, w, split, settings)" in BENCH
+    assert "st.repeats" in BENCH and "plan.page_positions(" in BENCH
+
+
+def test_the_c_latency_step_keeps_the_full_width_load():
+    """An empty asm holds each value in a register, as the probe's _load_next does; without it gcc
+    (and LLVM) narrow an 8-byte load to the 4 bytes used, which then never splits at offset 60."""
+    body = C_SOURCE[C_SOURCE.index("static inline uint32_t next_of"):]
+    body = body[:body.index("\n}\n")]
+    assert body.count('__asm__("" : "+r"(v))') == 2 and body.count('__asm__("" : "+x"(v))') == 2
