@@ -11,7 +11,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 BEGIN, END = "<!-- rules:begin -->", "<!-- rules:end -->"
-PROBES = ("host", "cache", "falseshare", "numa", "layout", "branch", "alloc", "pinned", "streams", "uvm", "gpumem", "p2p")
+PROBES = ("host", "cache", "falseshare", "numa", "layout", "branch", "alloc", "ipc", "pinned", "streams", "uvm", "gpumem", "p2p")
 INTRO = """## Verdict rules
 
 Every rule is a plain function of measured numbers and host facts, unit-tested on numbers recorded
