@@ -77,12 +77,17 @@ def build() -> Path | None:
 
 
 BOUND = {"OMP_PROC_BIND": "close", "OMP_PLACES": "cores"}  # one OpenMP thread a core, in order
+# The CPUs this process may use, read before any placed kernel pins the main thread (OpenMP's
+# thread 0) to one CPU: a child inherits the calling thread's affinity, so C gets these back.
+ALLOWED = frozenset(os.sched_getaffinity(0))
+HUGE = 2 << 20  # chase buffers of at least one huge page: a smaller mapping cannot hold an aligned one
 
 
 def c_run(exe: Path, *args: Any, bound: bool = True) -> dict:
     env = {k: v for k, v in os.environ.items() if k not in BOUND}
     env.update(BOUND if bound else {})
-    out = subprocess.run([str(exe), *map(str, args)], capture_output=True, text=True, check=True, env=env)
+    out = subprocess.run([str(exe), *map(str, args)], capture_output=True, text=True, check=True, env=env,
+                         preexec_fn=lambda: os.sched_setaffinity(0, ALLOWED))
     return json.loads(out.stdout)
 
 
@@ -138,7 +143,7 @@ def main() -> int:
     timing = m.Timing(RUN_MS / 1000, REPEATS)
     rows = []
     for name, (one, each) in sets.items():
-        with page_buffer(one, huge, np.uint64) as buf:
+        with page_buffer(max(one, HUGE), huge, np.uint64) as buf:
             figures = alternate(  # each side is called inside alternate(), in this iteration
                 lambda one=one: {"ns": c_run(exe, "chase", one, plan.line_bytes, int(huge), REPEATS, RUN_MS)},
                 lambda one=one, buf=buf: {"ns": m.random_chase_ns(k, buf, one, plan.line_bytes, timing)},

@@ -84,7 +84,8 @@ static void *chase(void *p, long steps) {
 
 static int do_chase(size_t size, size_t line, int huge, int repeats, double run_ms) {
     void *map; size_t map_len;
-    char *buf = page_buffer(size, huge, &map, &map_len);
+    /* at least one huge page: a smaller mapping cannot hold an aligned one (random 4K/2M pages) */
+    char *buf = page_buffer(size < HUGE_ALIGN ? HUGE_ALIGN : size, huge, &map, &map_len);
     size_t n = size / line;
     build_cycle(buf, n, line);
     void *p = chase(buf, n < (1u << 20) ? (long)n : (1l << 20));

@@ -20,7 +20,7 @@ from statistics import median
 from typing import Any
 
 import numpy as np
-from bench_cache import REPEATS, RUN_MS, alternate, c_run, targets
+from bench_cache import ALLOWED, HUGE, REPEATS, RUN_MS, alternate, c_run, targets
 
 from perfprobe.bind import usable_cpus
 from perfprobe.host import read_host_facts
@@ -39,6 +39,11 @@ def _old_numba(k: Any, kind: str, total: int, threads: int, timing: m.Timing) ->
     """The kernels before placement: numba's own thread placement, triad arrays unskewed."""
     import numba
 
+    from perfprobe.kernels import placement as kp
+
+    pool = numba.config.NUMBA_NUM_THREADS  # unpin every worker first: as a fresh pool would be
+    numba.set_num_threads(pool)
+    kp.pin_each(kp.masks_for([sorted(ALLOWED)] * pool), np.zeros(pool, dtype=np.int64))
     numba.set_num_threads(threads)
     if kind == "read":
         n = total // 8 // 16 * 16 // threads * threads
@@ -72,7 +77,7 @@ def manycore(exe: Path, variants: bool = False) -> int:
     timing = m.Timing(RUN_MS / 1000, REPEATS)
     lat = []
     for name, (one, _each) in sets.items():
-        with page_buffer(one, huge, np.uint64) as buf:
+        with page_buffer(max(one, HUGE), huge, np.uint64) as buf:
             fig = alternate(lambda one=one: {"ns": c_run(exe, "chase", one, plan.line_bytes, int(huge), REPEATS, RUN_MS)},
                             lambda one=one, buf=buf: {"ns": m.random_chase_ns(k, buf, one, plan.line_bytes, timing)},
                             "ns", min, rounds=ROUNDS)

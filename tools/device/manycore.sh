@@ -26,7 +26,7 @@ for f, args in ((k.triad_placed, (a, b, c, 3.0, p.masks, p.where, 1)), (k.read_s
 PY
 timeout 200 python3 bench/bench_cache.py --manycore ${VARIANTS:+--variants} 2>&1 | tee "$OUT/bench_cache_manycore.txt"
 timeout 60 python3 bench/bench_falseshare.py --manycore --json "$OUT/pairs.json" 2>&1 | tee "$OUT/bench_falseshare_manycore.txt"
-timeout 60 python3 -m perfprobe cache --quick -o "$OUT/cache.json" > "$OUT/cache.txt" 2>&1
+timeout 100 python3 -m perfprobe cache -o "$OUT/cache.json" > "$OUT/cache.txt" 2>&1
 timeout 40 python3 -m perfprobe falseshare --quick -o "$OUT/falseshare.json" > /dev/null 2>&1
 cat "$OUT/host.txt" | tail -4
-grep -A12 "DRAM bandwidth against" "$OUT/cache.txt"
+grep -A12 "DRAM bandwidth against" "$OUT/cache.txt"; grep -i "saturat" "$OUT/cache.txt"
