@@ -1,4 +1,5 @@
-"""Writes the labelled synthetic p2p matrices (tests/data/p2p_synthetic_*.json): raw numbers shaped
+"""Writes the labelled synthetic p2p matrices (tests/data/p2p_synthetic_*.json): recordings ({"host",
+"raw": {"p2p": ...}}, replayable with `perfprobe p2p --replay FILE`) whose raw numbers are shaped
 exactly as perfprobe/probes/p2p/measure.py records them, with figures modelled on published ones.
 No multi-GPU host was lent when they were made; replace them with recordings when one is.
 Run: .venv/bin/python tests/data/p2p_make_synthetic.py"""
@@ -71,7 +72,7 @@ def hgx(down: tuple[int, ...], label: str, gbs: tuple[float, float], bidir: floa
                       for k in ("0.1", "1.0")}, "error": None}
     results = {"0.1": direction(True, gbs[0], 19.6, bidir, 31.0, 2.3, 11.8),
                "1.0": direction(True, gbs[1], 19.9, bidir, 31.0, 2.4, 12.1)}
-    return {"label": label, "host": host(gpus), "raw": raw(gpus, [[0, 1]], results, topo)}
+    return {"label": label, "host": host(gpus), "raw": {"p2p": raw(gpus, [[0, 1]], results, topo)}}
 
 
 def pcie_no_peer() -> dict:
@@ -93,7 +94,7 @@ def pcie_no_peer() -> dict:
              "(an IOMMU in translated mode or ACS redirect); shaped as measure.py records it, figures "
              "modelled on p2pBandwidthLatencyTest 'P2P=Disabled' matrices of PCIe servers (9-12 GB/s one way "
              "staged, ~10 us latency); not a recording")
-    return {"label": label, "host": host(gpus, sockets=2), "raw": raw(gpus, pairs, results, topo)}
+    return {"label": label, "host": host(gpus, sockets=2), "raw": {"p2p": raw(gpus, pairs, results, topo)}}
 
 
 def asymmetric() -> dict:
@@ -107,7 +108,7 @@ def asymmetric() -> dict:
     label = ("synthetic: 2 PCIe Gen4 x16 GPUs (A30-class, NVLink bridge absent) under one PCIe switch with "
              "peer access on, 0→1 at 25 GB/s (80% of the 31.5 GB/s link, as healthy PCIe P2P runs) and 1→0 "
              "at 13 GB/s (a direction held back: payload size, ACS or a retrained link); not a recording")
-    return {"label": label, "host": host(gpus), "raw": raw(gpus, [[0, 1]], results, topo)}
+    return {"label": label, "host": host(gpus), "raw": {"p2p": raw(gpus, [[0, 1]], results, topo)}}
 
 
 FILES = {

@@ -64,16 +64,13 @@ def _shortfall(raw: Raw, i: int, j: int) -> Cell:
 def tables(raw: Raw, host: Facts) -> tuple[Table, ...]:
     size = format_bytes(int((raw.get("budget") or {}).get("top_bytes") or 0))
     return (
-        _matrix(raw, f"Peer copy GB/s one way, {size} cudaMemcpyPeerAsync, peer access on (staged where "
-                     "CUDA refuses it)", lambda i, j: _gbs_cell(raw, i, j)),
-        _matrix(raw, "Links' rate ÷ measured, one way (1.0 = at the rate; colour: fraction of the "
-                     "expected rate)", lambda i, j: _shortfall(raw, i, j), heat="row", lead=lambda i: 1.0),
-        _matrix(raw, f"Both ways at once GB/s (total), {size} each way, peer access on",
+        _matrix(raw, f"Peer GB/s one way, {size} (staged where no peer access)", lambda i, j: _gbs_cell(raw, i, j)),
+        _matrix(raw, "Links' rate ÷ measured (1.0 = at the rate)", lambda i, j: _shortfall(raw, i, j), heat="row", lead=lambda i: 1.0),
+        _matrix(raw, f"Both ways at once GB/s, {size} each way",
                 lambda i, j: _r(fig.bidir_gbs(raw, i, j))),
-        _matrix(raw, f"Staged through host memory (peer access off) GB/s one way, {size}",
+        _matrix(raw, f"Staged (peer access off) GB/s one way, {size}",
                 lambda i, j: _r(fig.staged_gbs(raw, i, j))),
-        _matrix(raw, f"Latency µs of a {raw.get('latency_bytes', 4)}-byte copy (CUDA events; staged where "
-                     "peer access is off)", lambda i, j: _r(fig.latency_us(raw, i, j) if fig.peer_enabled(raw, i, j)
+        _matrix(raw, f"Latency µs, {raw.get('latency_bytes', 4)}-byte copy", lambda i, j: _r(fig.latency_us(raw, i, j) if fig.peer_enabled(raw, i, j)
                                                             else fig.latency_us(raw, i, j, staged=True), 2),
                 heat="row"),
         topology_table(raw),
