@@ -105,6 +105,8 @@ class CacheRaw(TypedDict, total=False):
     background_cpus: Optional[float]
     coherency: dict[str, Any]
     """Only in a re-measurement: the false-sharing edge (edge_bytes) and its sweep."""
+    placement: dict[str, Any]
+    """Which CPUs the multi-threaded runs used and how they were pinned (perfprobe/placement.py)."""
 
 
 class LineFigures(TypedDict):
