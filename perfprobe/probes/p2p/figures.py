@@ -161,7 +161,7 @@ def expected(raw: Raw, i: int, j: int) -> Expected:
     if len(known) < 2:
         return {"via": "PCIe", "gbs": None, "words": "PCIe link unknown"}
     slow = min(known, key=lambda r: r.gbs_per_direction)
-    return {"via": "PCIe", "gbs": slow.gbs_per_direction, "words": f"PCIe {slow.label}"}
+    return {"via": "PCIe", "gbs": slow.gbs_per_direction, "words": f"a PCIe {slow.label} link"}
 
 
 def fraction(raw: Raw, i: int, j: int) -> Optional[float]:

@@ -37,7 +37,7 @@ def _name(i: int, j: int) -> str:
 def rule_peer_access(raw: Raw, host: Facts) -> list[Finding]:
     """Peer access refused (or failing to enable) where the topology offers it: warn; refused where
     the topology does not offer it: pass, with the staged figure."""
-    out, refused = [], []
+    out, refused, expected = [], [], []
     for i, j in fig.directions(raw):
         reason = fig.topology_expects_peer(raw, i, j)
         error = fig.entry(raw, i, j).get("enable_error")
@@ -45,11 +45,16 @@ def rule_peer_access(raw: Raw, host: Facts) -> list[Finding]:
             out.append(Finding(Verdict.WARN, f"{_name(i, j)}: cudaDeviceEnablePeerAccess failed ({error})",
                                ACCESS_ADVICE))
         elif not fig.can_access(raw, i, j) and reason:
-            out.append(Finding(Verdict.WARN, f"{_name(i, j)}: CUDA refuses peer access although {reason}; "
-                                             f"copies are staged through host memory at "
-                                             f"{fig.staged_gbs(raw, i, j) or 0:.1f} GB/s", ACCESS_ADVICE))
+            expected.append((i, j, reason))
         elif not fig.can_access(raw, i, j):
             refused.append((i, j))
+    if expected:
+        i, j, reason = expected[0]
+        names = ", ".join(f"{a}→{b}" for a, b, _r in expected)
+        gbs = [g for a, b, _r in expected if (g := fig.staged_gbs(raw, a, b)) is not None]
+        out.append(Finding(Verdict.WARN, f"CUDA refuses peer access on GPU {names} although the topology offers "
+                                         f"it (GPU {i}→{j}: {reason}); copies are staged through host memory at "
+                                         f"{min(gbs, default=0):.1f}-{max(gbs, default=0):.1f} GB/s", ACCESS_ADVICE))
     if refused:
         i, j = refused[0]
         status = fig.nvml_p2p(raw, i, j)
@@ -91,7 +96,7 @@ def rule_link_rate(raw: Raw, host: Facts) -> list[Finding]:
                  f"{fig.version_codes(raw, i) or 'unknown'}" + _down_words(raw, i, j)) if want["via"] == "NVLink" \
             else f"PCIe path through {fig.pcie_path(raw, i, j)}"
         out.append(Finding(Verdict.WARN, f"{_name(i, j)} {gbs:.0f} GB/s, {share:.0%} of the {want['gbs']:.0f} GB/s "
-                                         f"its {want['words']} carry per direction ({state})",
+                                         f"per direction of {want['words']} ({state})",
                            "a link down or trained low, or other traffic on it: `nvidia-smi nvlink -s` and "
                            "`nvidia-smi nvlink -e` for NVLink, `nvidia-smi -q -d PCIE` / `lspci -vv` (LnkSta) "
                            "for PCIe, and `nvidia-smi` for other processes on either GPU"))
@@ -147,6 +152,8 @@ def rule_uniform(raw: Raw, host: Facts) -> list[Finding]:
         median = gbs[len(gbs) // 2]
         shares = [s for d, _g in group if (s := fig.fraction(raw, *d)) is not None]
         share = f", {min(shares):.0%}-{max(shares):.0%} of the links' rate" if shares else ""
+        if shares and min(shares) < LINK_FRACTION_MIN:
+            continue  # rule_link_rate has said which directions are slow
         spread = max(abs(g - median) for g in gbs) / median if median else 0.0
         kind = "uniform" if spread <= UNIFORM_SPREAD else f"spread ({spread:.0%} from the median)"
         out.append(Finding(Verdict.PASS, f"{via} peer copies {kind}: {len(group)} directions "
