@@ -107,11 +107,29 @@ def test_unknown_line_size_still_gives_padding():
     assert "not reported" in messages(result)
 
 
-def test_padded_counters_that_do_not_scale_warn_and_name_smt_siblings():
+def test_padded_counters_on_smt_siblings_do_not_scale_and_that_is_a_note():
     result = judge(make_raw(atomic=[30, 30, 30, 14, 14, 14], single=(7.0, 0.4), smt=[[0, 1]]), HOST_64)
-    assert Verdict.WARN in verdicts(result)
-    assert "do not scale" in messages(result) and "[[0, 1]]" in " ".join(f.advice for f in result.findings)
+    assert result.verdict is Verdict.PASS
+    assert "do not scale" in messages(result) and "SMT siblings share a core here ([[0, 1]])" in messages(result)
     assert result.metrics["scaling_efficiency.atomic"].value == pytest.approx(0.5)
+
+
+def test_padded_counters_that_do_not_scale_on_bare_metal_distinct_cores_warn():
+    result = judge(make_raw(atomic=[30, 30, 30, 14, 14, 14], single=(7.0, 0.4)), HOST_64)
+    warned = [f for f in result.findings if f.verdict is Verdict.WARN]
+    assert len(warned) == 1 and "do not scale" in warned[0].message and warned[0].confirm == ("atomic", "scaling")
+
+
+def test_in_a_vm_padded_counters_that_do_not_scale_are_a_note():
+    """Issue 12: the H200 guest's bench run said 45%, 73%, 69%, 79% (4 of 5 runs, confirmed each
+    time): true of a VM's vCPUs, not a fault of the host (synthetic-from-real recording)."""
+    recording = json.loads((DATA / "falseshare_h200_quick_45pct_synthetic.json").read_text())
+    result = judge(recording["raw"]["falseshare"], recording["host"])
+    assert result.verdict is Verdict.PASS, messages(result)
+    assert "at 45% of one thread's speed (fastest repeats): this is a VM (virtio devices)" in messages(result)
+    raw = make_raw(atomic=[30, 30, 30, 14, 14, 14], single=(7.0, 0.4))
+    raw["hypervisor"] = True
+    assert "this is a VM (the CPU's hypervisor flag)" in messages(judge(raw, HOST_64))
 
 
 def test_no_contention_at_all_warns_that_the_distance_means_nothing():
@@ -224,7 +242,7 @@ def test_many_threads_give_the_metrics_and_two_thread_columns_beside_them():
     assert result.metrics["ns_per_update.atomic.8B"].value == pytest.approx(60.0)
     assert result.tables[0].columns[1:4] == ("ns/update (2 thr)", "min-max (2 thr)", "slowdown (2 thr)")
     assert len(result.tables[0].columns) == 7
-    assert "do not scale" in messages(result) and "[[0, 2]]" in " ".join(f.advice for f in result.findings)
+    assert "do not scale" in messages(result) and "SMT siblings share a core here ([[0, 2]])" in messages(result)
 
 
 def test_rules_run_in_their_documented_order():

@@ -70,6 +70,8 @@ class FalseshareRaw(TypedDict, total=False):
     pingpong: PingPong
     repeats: int
     quick: bool
+    hypervisor: bool | None
+    """The CPU's hypervisor flag as measure read it (absent in older recordings)."""
 
 
 def typed(raw: Mapping[str, Any]) -> FalseshareRaw:
@@ -133,12 +135,14 @@ def padding(distance: int, line: int | None) -> int:
 
 
 def efficiency(raw: FalseshareRaw, kind: str) -> float | None:
-    """One thread's ns/update over each of T threads' on padded counters (1.0 = perfect scaling)."""
+    """One thread's ns/update over each of T threads' on padded counters (1.0 = perfect scaling,
+    its ceiling: T threads on their own lines cannot each run faster than one alone, so a figure
+    above it is the repeats' noise and reads 1)."""
     widest = max(raw["spacings_bytes"])
     alone, many = case(raw, kind, 1, widest), case(raw, kind, raw["threads"], widest)
     if not alone or not many:
         return None
-    return fastest(alone) / fastest(many)
+    return min(1.0, fastest(alone) / fastest(many))
 
 
 def disturbed_fraction(raw: FalseshareRaw) -> float:

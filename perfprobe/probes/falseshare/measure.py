@@ -53,8 +53,18 @@ def measure(ctx: ProbeContext) -> dict[str, Any]:
         "spacings_bytes": widths, "cases": results,
         "plain_check": {"touches_memory": ok, "how": how},
         "pingpong": _pingpong(ctx, kernels, order, settings),
-        "repeats": settings.repeats, "quick": ctx.quick,
+        "repeats": settings.repeats, "quick": ctx.quick, "hypervisor": _hypervisor(),
     }
+
+
+def _hypervisor() -> bool | None:
+    """Whether the CPU says it runs under a hypervisor (x86 cpuinfo flag); None when unreadable."""
+    try:
+        text = open("/proc/cpuinfo").read(1 << 16)
+    except OSError:
+        return None
+    flags = next((line for line in text.splitlines() if line.startswith("flags")), "")
+    return " hypervisor" in flags if flags else None
 
 
 def _time_cases(ctx: ProbeContext, kernels: Any, cases: Sequence[Case], settings: Settings,
