@@ -83,11 +83,13 @@ ALLOWED = frozenset(os.sched_getaffinity(0))
 HUGE = 2 << 20  # chase buffers of at least one huge page: a smaller mapping cannot hold an aligned one
 
 
-def c_run(exe: Path, *args: Any, bound: bool = True) -> dict:
+def c_run(exe: Path, *args: Any, bound: bool = True, cpu: int | None = None) -> dict:
+    """One run of the C reference (on `cpu` alone when given, else on the process's CPUs)."""
+    cpus = ALLOWED if cpu is None else {cpu}
     env = {k: v for k, v in os.environ.items() if k not in BOUND}
     env.update(BOUND if bound else {})
     out = subprocess.run([str(exe), *map(str, args)], capture_output=True, text=True, check=True, env=env,
-                         preexec_fn=lambda: os.sched_setaffinity(0, ALLOWED))
+                         preexec_fn=lambda: os.sched_setaffinity(0, cpus))
     return json.loads(out.stdout)
 
 

@@ -14,6 +14,7 @@
 
 from __future__ import annotations
 
+import os
 import time
 from pathlib import Path
 from statistics import median
@@ -76,13 +77,19 @@ def manycore(exe: Path, variants: bool = False) -> int:
     sets, plan = targets(host, threads)
     timing = m.Timing(RUN_MS / 1000, REPEATS)
     lat = []
+    # both sides' chases on the same CPU (the first of the placement): on a VM guest vCPUs differ
+    # (their host placement, a busy host sibling), which moved L1/L3 by 7-12% between processes
+    cpu = place.cpus[0]
+    os.sched_setaffinity(0, {cpu})
     for name, (one, _each) in sets.items():
         with page_buffer(max(one, HUGE), huge, np.uint64) as buf:
-            fig = alternate(lambda one=one: {"ns": c_run(exe, "chase", one, plan.line_bytes, int(huge), REPEATS, RUN_MS)},
+            fig = alternate(lambda one=one: {"ns": c_run(exe, "chase", one, plan.line_bytes, int(huge), REPEATS,
+                                                         RUN_MS, cpu=cpu)},
                             lambda one=one, buf=buf: {"ns": m.random_chase_ns(k, buf, one, plan.line_bytes, timing)},
                             "ns", min, rounds=ROUNDS)
             buf = None
         lat.append((name, format_bytes(one), *fig))
+    os.sched_setaffinity(0, ALLOWED)
     total = plan.max_bytes
     counts = ",".join(map(str, place.counts))
     sweep: dict[str, dict[str, list[float]]] = {}
