@@ -21,6 +21,7 @@ Only numbers come out of here; every kernel times itself inside compiled code (`
 from __future__ import annotations
 
 import numpy as np
+from llvmlite import binding as llvm_binding
 from llvmlite import ir
 from numba import literally, njit, types
 from numba.extending import intrinsic
@@ -195,6 +196,50 @@ def flush(buf: np.ndarray) -> int:
     for i in range(0, buf.size, 8):
         total += buf[i]
     return total
+
+
+@intrinsic
+def _clflushopt(typingctx, addr):
+    """clflushopt of the line holding `addr` (LLVM's x86 intrinsic: no asm parser needed)."""
+    def codegen(context, builder, sig, args):
+        i8p = ir.IntType(8).as_pointer()
+        fn = builder.module.declare_intrinsic("llvm.x86.clflushopt", fnty=ir.FunctionType(ir.VoidType(), [i8p]))
+        builder.call(fn, [builder.inttoptr(args[0], i8p)])
+        return context.get_dummy_value()
+    return types.none(types.int64), codegen
+
+
+@intrinsic
+def _fence(typingctx):
+    """A full fence (mfence): the clflushopts before it have completed."""
+    def codegen(context, builder, sig, args):
+        builder.fence("seq_cst")
+        return context.get_dummy_value()
+    return types.none(), codegen
+
+
+@njit(cache=True, nogil=True)
+def _evict(addr: int, nbytes: int) -> int:
+    for a in range(addr - addr % 64, addr + nbytes, 64):
+        _clflushopt(a)
+    _fence()
+    return nbytes
+
+
+def _has_clflushopt() -> bool:
+    try:
+        return bool(llvm_binding.get_host_cpu_features().get("clflushopt"))
+    except RuntimeError:      # not x86 (or features unreadable): no clflushopt to compile
+        return False
+
+
+CAN_EVICT = _has_clflushopt()
+
+
+def evict(buf: np.ndarray) -> int:
+    """Write back and drop every line of `buf` from every cache level (clflushopt): the next pass
+    reads it from DRAM whatever the size of the last-level cache. Only when CAN_EVICT."""
+    return int(_evict(buf.ctypes.data, buf.nbytes))
 
 
 RECORD_KERNELS = {("aos", "sum"): aos_sum, ("soa", "sum"): soa_sum, ("aos", "update"): aos_update,

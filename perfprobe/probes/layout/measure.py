@@ -33,7 +33,8 @@ from perfprobe.stats import summarize
 
 METHOD = ("numba nopython kernels timed inside compiled code (clock_gettime CLOCK_MONOTONIC); loads "
           "are unaligned (align 1) llvmlite loads kept by an empty asm; latency from a chain in which "
-          "each load holds the next offset; medians of repeats")
+          "each load holds the next offset; DRAM: single passes after the set's lines were evicted; "
+          "medians of repeats")
 
 
 def measure(ctx: ProbeContext) -> dict[str, Any]:
@@ -49,7 +50,8 @@ def measure(ctx: ProbeContext) -> dict[str, Any]:
               for (lay, op), k in kernels.RECORD_KERNELS.items()}
     return {"method": METHOD, "line_bytes": LINE_BYTES, "split_lines": lines, "split": split, "page": page,
             "levels": [{"name": lv.name, "bytes": lv.bytes, "capped_by": lv.basis} for lv in plan],
-            "records": points, "vector": vector, "quick": ctx.quick, "repeats": settings.repeats}
+            "records": points, "vector": vector,
+            "dram_flush": "clflushopt of the set" if kernels.CAN_EVICT else "read of 1.5x the LLC", "quick": ctx.quick, "repeats": settings.repeats}
 
 
 def _chain(buf: np.ndarray, positions: np.ndarray) -> int:
@@ -122,7 +124,7 @@ def page_point(kernels: Any, buf: np.ndarray, width: int, split: bool, settings:
 def _records(ctx: ProbeContext, kernels: Any, plan: list[Any], settings: Settings) -> list[dict[str, Any]]:
     """ns per record of each (level, K, layout, op); one buffer, viewed as (N, K) or (K, N)."""
     buf = np.ones(max(lv.bytes for lv in plan) // 8, dtype=np.int64)
-    flush = np.ones(flush_bytes(ctx.host) // 8, dtype=np.int64)
+    flush = None if kernels.CAN_EVICT else np.ones(flush_bytes(ctx.host) // 8, dtype=np.int64)
     out = []
     with ctx.progress("layout: records", len(plan) * len(FIELDS)) as task:
         for lv in plan:
@@ -136,10 +138,18 @@ def _records(ctx: ProbeContext, kernels: Any, plan: list[Any], settings: Setting
     return out
 
 
+def _drop(kernels: Any, view: np.ndarray, flush: np.ndarray | None) -> int:
+    """Out of every cache before a DRAM pass: the view's own lines, or (no clflushopt) 1.5 x LLC read."""
+    if flush is None:
+        return int(kernels.evict(view))   # contiguous: (N, K) or (K, N) of one span
+    return int(kernels.flush(flush))
+
+
 def _record_point(kernels: Any, level: str, k: int, n: int, lay: str, op: str, view: np.ndarray,
-                  settings: Settings, flush: np.ndarray) -> dict[str, Any]:
-    """L1, L2: warm, then passes for ~run_ms. DRAM: one pass, after reading the flush buffer (one
-    field's array of K=16 records is 1/16 of the working set and would otherwise stay cached)."""
+                  settings: Settings, flush: np.ndarray | None) -> dict[str, Any]:
+    """L1, L2: warm, then passes for ~run_ms. DRAM: one pass after the view's lines were evicted
+    (clflushopt), or where there is none after reading the flush buffer (one field's array of K=16
+    records is 1/16 of the working set and would otherwise stay cached)."""
     kernel = kernels.RECORD_KERNELS[(lay, op)]
     field = () if op == "all" else (0 if op == "sum" else 1,)
 
@@ -148,7 +158,7 @@ def _record_point(kernels: Any, level: str, k: int, n: int, lay: str, op: str, v
 
     if level == "dram":
         run(view[:64] if lay == "aos" else view[:, :64], 1)  # compiled or loaded from the cache
-        stat = _time(settings.repeats, lambda: (kernels.flush(flush), run(view, 1) / n)[1])
+        stat = _time(settings.dram_repeats, lambda: (_drop(kernels, view, flush), run(view, 1) / n)[1])
         reps = 1
     else:
         reps = passes(run(view, 1), settings.run_ms)

@@ -30,11 +30,16 @@ class Settings:
     loads: int             # loads per timed split run
     chain_steps: int       # dependent loads per timed latency run
     run_ms: float          # target length of one timed record run (L1, L2)
-    dram_factor: int       # the DRAM working set is this many times the last-level cache
+    dram_factor: int       # the DRAM working set is this many times the last-level cache (0: MIN_DRAM_BYTES)
+    dram_repeats: int      # flushed single-pass DRAM runs per point
 
 
-FULL = Settings(repeats=5, loads=1 << 17, chain_steps=1 << 16, run_ms=3.0, dram_factor=4)
-QUICK = Settings(repeats=3, loads=1 << 15, chain_steps=1 << 14, run_ms=1.0, dram_factor=2)
+# quick: a fixed 64 MiB DRAM set. Every DRAM pass follows an eviction of
+# its lines (clflushopt, or a read of 1.5x the LLC where there is none), so it reads DRAM whatever the
+# set's size; sizing the set from the LLC made --quick scale with it (300 MiB L3 on the H200 Xeon:
+# 600 MiB sets, 8.8 s).
+FULL = Settings(repeats=5, loads=1 << 17, chain_steps=1 << 16, run_ms=3.0, dram_factor=4, dram_repeats=5)
+QUICK = Settings(repeats=3, loads=1 << 15, chain_steps=1 << 14, run_ms=1.0, dram_factor=0, dram_repeats=3)
 PRESETS = Presets(full=FULL, quick=QUICK)
 
 
@@ -68,8 +73,8 @@ def flush_bytes(host: Facts) -> int:
 
 def levels(host: Facts, settings: Settings, budget: MemoryBudget) -> list[Level]:
     """Working sets (all K fields of all records): half of L1d, half of L2, and DRAM
-    (`dram_factor` x the last-level cache, at least 64 MiB), capped by the memory budget (less
-    the flush buffer)."""
+    (`dram_factor` x the last-level cache, at least 64 MiB; 64 MiB when the factor is 0), capped
+    by the memory budget (less the flush buffer)."""
     left = MemoryBudget(max(budget.bytes - flush_bytes(host), 1 << 20), budget.basis)
     dram, basis = left.cap(max(settings.dram_factor * last_level_bytes(host), MIN_DRAM_BYTES))
     return [Level("l1", cache_bytes(host, 1) // 2), Level("l2", cache_bytes(host, 2) // 2),
