@@ -101,3 +101,11 @@ def test_planted_gpu_hog_is_found_when_both_probes_say_the_gpu_was_shared() -> N
     assert pf.check_gpu_busy(reports)[0]
     reports["streams"] = (1, _probe_report("streams", ("warn", "best: 4 chunks, 75% of the ideal")), "")
     assert not pf.check_gpu_busy(reports)[0]
+
+
+def test_planted_fault_rows_of_other_runs_on_the_same_host_are_kept(tmp_path: Path) -> None:
+    out = tmp_path / "p.md"
+    vs.write_section(out, "H", "<!-- host: H -->\n## H\n\n| fault | found | last run |\n| --- | --- | --- |\n"
+                               "| CUDA | 5 of 5 | ok |\n| GPU hog | 4 of 5 | old |\n<!-- end host -->\n")
+    assert pf.kept_rows(out, "H", ["| GPU hog | 5 of 5 | new |"]) == ["| CUDA | 5 of 5 | ok |"]
+    assert pf.kept_rows(out, "other", ["| x | 1 | y |"]) == []

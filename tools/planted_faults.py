@@ -214,6 +214,18 @@ def run_fault(fault: Fault, runs: int) -> tuple[int, list[str]]:
     return found, notes
 
 
+def kept_rows(path: Path, label: str, new_rows: list[str]) -> list[str]:
+    """This host's earlier rows for faults not in `new_rows` (so --only runs add up, not replace)."""
+    if not path.exists():
+        return []
+    match = re.search(rf"<!-- host: {re.escape(label)} -->(.*?)<!-- end host -->", path.read_text(), re.S)
+    if not match:
+        return []
+    names = {row.split(" | ")[0] for row in new_rows}
+    return [line for line in match.group(1).splitlines() if line.startswith("| ") and not line.startswith(
+        ("| fault |", "| --- |")) and line.split(" | ")[0] not in names]
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=5)
@@ -236,8 +248,11 @@ def main() -> int:
         for note in notes:
             print(f"{fault.name}: {note}", file=sys.stderr)
     when = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
+    rows = rows[:2] + kept_rows(args.out, label, rows[2:]) + rows[2:]
+    only = f" --only {args.only}" if args.only else ""
     section = (f"<!-- host: {label} -->\n## {label}\n\n`python tools/planted_faults.py --runs {args.runs}"
-               f"{' --gpu' if args.gpu else ''}` on {when}\n\n" + "\n".join(rows) + "\n<!-- end host -->\n")
+               f"{' --gpu' if args.gpu else ''}{only}` on {when} (rows of faults not run this time kept from "
+               "earlier runs)\n\n" + "\n".join(rows) + "\n<!-- end host -->\n")
     print(section)
     args.out.parent.mkdir(parents=True, exist_ok=True)
     if not args.out.exists():
