@@ -1,4 +1,5 @@
-"""ipc judgement on recorded numbers (tests/data/ipc_kvm2c*.json) and on edits of them, and the plan."""
+"""ipc judgement on recorded numbers (tests/data/ipc_*.json: the 2-core KVM guest, the H200 host's
+16-core Xeon) and on edits of them, and the plan."""
 
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ from perfprobe.probes.ipc import figures, judge, plan, rules
 
 DATA = Path(__file__).parent / "data"
 RECORDINGS = sorted(DATA.glob("ipc_kvm2c*.json"))
+ALL_RECORDINGS = sorted(DATA.glob("ipc_*.json"))
 
 
 def _load(path: Path) -> tuple[dict[str, Any], dict[str, Any]]:
@@ -27,7 +29,7 @@ def _set_rtt(raw: dict[str, Any], transport: str, us: float, placement: str | No
     raw["runs"][placement or raw["main"]][transport]["64B"]["pingpong"]["rtt_us"]["median"] = us
 
 
-@pytest.mark.parametrize("path", RECORDINGS, ids=lambda p: p.name)
+@pytest.mark.parametrize("path", ALL_RECORDINGS, ids=lambda p: p.name)
 def test_recorded_run_judges_with_every_named_metric(path: Path) -> None:
     raw, host = _load(path)
     result = judge(raw, host)
@@ -141,3 +143,13 @@ def test_message_counts_stay_in_bounds() -> None:
     for each_us in (None, 0.01, 5.0, 1e6):
         count = plan.messages(64, plan.QUICK, each_us)
         assert plan.QUICK.min_messages <= count <= plan.QUICK.max_messages
+
+
+def test_h200_recording_judges_uvloop_and_a_tenfold_ring() -> None:
+    raw, host = _load(DATA / "ipc_h200_full.json")
+    result = judge(raw, host)
+    assert result.verdict is Verdict.PASS
+    assert "uvloop_overhead_us" in result.metrics and result.metrics["uvloop_overhead_us"].value > 0  # type: ignore[operator]
+    speedup = result.metrics["ring_speedup.64B"].value
+    assert isinstance(speedup, float) and speedup > 5
+    assert len(figures.sizes(raw)) == 8 and "rtt_us.shm_spin.256K" in result.metrics
