@@ -39,7 +39,9 @@ def test_the_c_reference_times_as_the_probe_does():
     """An untimed run, then REPEATS timed runs and their median, for both split and page modes."""
     timed = C_SOURCE[C_SOURCE.index("static void timed("):]
     timed = timed[:timed.index("\n}\n")]
-    assert re.search(r"\btp\(w, .*reps\);\n\s+lat\(w,", timed), "no untimed run before the timed ones"
+    assert re.search(r"\n\s+tp\(w, .*reps\);\n\s+for \(int i", timed), "no untimed run before the timed ones"
+    assert re.search(r"\n\s+lat\(w, .*steps\);\n\s+for \(int i", timed), "no untimed chain before the timed ones"
+    assert timed.count("if (page) touch(") == 4   # both pages loaded before every page-mode run, as the probe
     assert "median(t, repeats)" in timed and "median(l, repeats)" in timed
     assert C_SOURCE.count("timed(w, buf,") == 2   # split and page
 

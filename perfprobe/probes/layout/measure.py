@@ -67,21 +67,31 @@ def _time(samples: int, run: Any) -> dict[str, float]:
 
 
 def _throughput(kernels: Any, addr: int, stride: int, count: int, reps: int, width: int,
-                settings: Settings) -> dict[str, float]:
-    """ns per load of `count` loads at addr + j*stride, after one untimed run of the same length.
+                settings: Settings, page: bool = False) -> dict[str, float]:
+    """ns per load of `count` loads at addr + j*stride, after one untimed run of the same length
+    (page: each run in the kernel that first loads from every page touched, see page_throughput).
 
     bench/layout_ref.c does the same (an untimed run, then `repeats` timed, the median): a single
     short run straight after the pages were written read a page split 10x cheaper than the steady
     state on the KVM guest, which is how C and the probe once disagreed."""
-    kernels.throughput(addr, stride, count, reps, width)
-    return _time(settings.repeats, lambda: kernels.throughput(addr, stride, count, reps, width) / (count * reps))
+    kernel = kernels.page_throughput if page else kernels.throughput
+    kernel(addr, stride, count, reps, width)
+    return _time(settings.repeats, lambda: kernel(addr, stride, count, reps, width) / (count * reps))
 
 
-def _latency(kernels: Any, base: int, first: int, width: int, settings: Settings) -> dict[str, float]:
-    """ns per load of the dependent chain that starts at base + first (after one untimed run)."""
+def _latency(kernels: Any, base: int, first: int, width: int, settings: Settings,
+             pages: tuple[int, int] | None = None) -> dict[str, float]:
+    """ns per load of the dependent chain that starts at base + first (after one untimed run);
+    pages = (stride, count): each run first loads from the pages of those accesses."""
     steps = settings.chain_steps
-    kernels.latency(base, first, steps, width)
-    return _time(settings.repeats, lambda: kernels.latency(base, first, steps, width)[0] / steps)
+    if pages is None:
+        def run() -> float:
+            return float(kernels.latency(base, first, steps, width)[0])
+    else:
+        def run() -> float:
+            return float(kernels.page_latency(base, first, steps, width, *pages)[0])
+    run()
+    return _time(settings.repeats, lambda: run() / steps)
 
 
 def _line_sweep(ctx: ProbeContext, kernels: Any, lines: int, settings: Settings) -> dict[str, Any]:
@@ -116,8 +126,8 @@ def page_point(kernels: Any, buf: np.ndarray, width: int, split: bool, settings:
     first = _chain(buf, positions)
     base = buf.ctypes.data
     reps = max(1, settings.loads // PAGE_SPLITS)
-    tp = _throughput(kernels, base + first, PAGE_BYTES, PAGE_SPLITS, reps, width, settings)
-    lat = _latency(kernels, base, first, width, settings)
+    tp = _throughput(kernels, base + first, PAGE_BYTES, PAGE_SPLITS, reps, width, settings, page=True)
+    lat = _latency(kernels, base, first, width, settings, pages=(PAGE_BYTES, PAGE_SPLITS))
     return {"offset_in_page": first % PAGE_BYTES, "throughput_ns": tp, "latency_ns": lat}
 
 
