@@ -153,3 +153,11 @@ def test_h200_recording_judges_uvloop_and_a_tenfold_ring() -> None:
     speedup = result.metrics["ring_speedup.64B"].value
     assert isinstance(speedup, float) and speedup > 5
     assert len(figures.sizes(raw)) == 8 and "rtt_us.shm_spin.256K" in result.metrics
+
+
+def test_ring_against_pipe_is_not_judged_on_one_cpu() -> None:
+    raw, host = copy.deepcopy(_load(RECORDINGS[0]))
+    raw["main"] = "same_cpu"
+    _set_rtt(raw, "shm_futex", figures.rtt_us(raw, "pipe") * 3)  # type: ignore[operator]
+    assert rules.rule_ring_slow(raw, host) == []
+    assert "slower than a Unix socket" in rules.rule_ring_vs_socket(raw, host)[0].message

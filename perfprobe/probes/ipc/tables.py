@@ -92,7 +92,7 @@ def summary(raw: Raw, host: Facts) -> str:
     ring, speedup = f.ring(raw), f.ring_speedup(raw)
     text = f"64 B round trip: uds {f.rtt_us(raw, 'uds') or 0:.1f} µs"
     if ring and speedup:
-        text += f", {ring} {f.rtt_us(raw, ring) or 0:.2f} µs ({speedup:.1f}x faster)"
+        text += f", {ring} {f.rtt_us(raw, ring) or 0:.2f} µs ({speedup:.1f}x " + ("faster)" if speedup >= 1 else "the socket's time)")
     extra = f.event_loop_overhead_us(raw, "asyncio")
     if extra is not None:
         text += f"; asyncio adds {extra:.0f} µs per message"
