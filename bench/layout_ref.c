@@ -38,20 +38,24 @@ SINK(__m256i, "x")
     return now_ns() - start; }
 TP(uint32_t) TP(uint64_t) TP(__m128i) TP(__m256i)
 
-/* The next offset, as the probe's _load_next takes it: the full-width value through an empty asm
- * in a register (so the load is not narrowed to the 4 bytes used), then its low 32 bits
- * (vmovq + a 32-bit mov for 16/32 bytes; a 32-bit mov for 8). */
-static inline uint32_t next_of(const char *p, int w) {
-    if (w == 4) { uint32_t v; memcpy(&v, p, 4); __asm__("" : "+r"(v)); return v; }
-    if (w == 8) { uint64_t v; memcpy(&v, p, 8); __asm__("" : "+r"(v)); return (uint32_t)v; }
-    if (w == 16) { __m128i v; memcpy(&v, p, 16); __asm__("" : "+x"(v)); return (uint32_t)(uint64_t)_mm_cvtsi128_si64(v); }
-    __m256i v; memcpy(&v, p, 32); __asm__("" : "+x"(v));
+/* The next offset, as the probe's _load_next takes it: the full-width value through a register
+ * (so the load is not narrowed to the 4 bytes used), then its low 32 bits (vmovq + a 32-bit mov for
+ * 16/32 bytes; a 32-bit mov for 8). The load itself is inline asm with a base+index address, the
+ * form LLVM emits for the probe; base in rsi and index in rdi (with r13 or rbp as the base the
+ * encoding needs a disp8: gcc emitted 0x0(%r13,%rbx,1), a cycle more on Zen 4). */
+static inline uint32_t next_of(const char *base, uint32_t off, int w) {
+    uint64_t o = off;
+    if (w == 4) { uint32_t v; __asm__ volatile("movl (%1,%2), %0" : "=r"(v) : "S"(base), "D"(o) : "memory"); return v; }
+    if (w == 8) { uint64_t v; __asm__ volatile("movq (%1,%2), %0" : "=r"(v) : "S"(base), "D"(o) : "memory"); return (uint32_t)v; }
+    if (w == 16) { __m128i v; __asm__ volatile("vmovdqu (%1,%2), %0" : "=x"(v) : "S"(base), "D"(o) : "memory");
+        return (uint32_t)(uint64_t)_mm_cvtsi128_si64(v); }
+    __m256i v; __asm__ volatile("vmovdqu (%1,%2), %0" : "=x"(v) : "S"(base), "D"(o) : "memory");
     return (uint32_t)(uint64_t)_mm_cvtsi128_si64(_mm256_castsi256_si128(v));
 }
 
 #define LAT(W) static int64_t lat_##W(const char *base, uint32_t first, long steps, uint32_t *last) { \
     uint32_t off = first; int64_t start = now_ns(); \
-    for (long i = 0; i < steps; i++) off = next_of(base + off, W); \
+    for (long i = 0; i < steps; i++) off = next_of(base, off, W); \
     *last = off; return now_ns() - start; }
 LAT(4) LAT(8) LAT(16) LAT(32)
 
