@@ -103,6 +103,8 @@ class CacheRaw(TypedDict, total=False):
     bandwidth: dict[str, LevelRates]
     phase_seconds: dict[str, float]
     background_cpus: Optional[float]
+    hypervisor: Optional[bool]
+    """The CPU's hypervisor flag as measure read it (perfprobe/vm.py; absent in older recordings)."""
     coherency: dict[str, Any]
     """Only in a re-measurement: the false-sharing edge (edge_bytes) and its sweep."""
     placement: dict[str, Any]

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import Callable
 
+from perfprobe import vm
 from perfprobe.host.facts import Facts
 from perfprobe.model import Finding, Verdict
 from perfprobe.probes.cache.figures import CacheFigures, gbs, pages_gain, pattern_ratio
@@ -55,14 +56,14 @@ def rule_level_sizes(fig: CacheFigures, host: Facts) -> list[Finding]:
         if measured is None:
             continue
         if measured * SIZE_FACTOR < size:
-            out.append(Finding(
-                Verdict.WARN,
-                f"{level.name} ends at about {format_bytes(measured)} measured, but "
-                f"{format_bytes(size)} is reported: this process gets about "
-                f"{100 * measured / size:.0f}% of it (shared VM, noisy neighbours or cache "
-                "partitioning).",
-                f"Size blocks and hot data for the measured {format_bytes(measured)}, "
-                f"not the reported {format_bytes(size)}."))
+            share = (f"{level.name} ends at about {format_bytes(measured)} measured, but {format_bytes(size)} "
+                     f"is reported: this process gets about {100 * measured / size:.0f}% of it")
+            advice = (f"Size blocks and hot data for the measured {format_bytes(measured)}, "
+                      f"not the reported {format_bytes(size)}.")
+            virtual = vm.virtual_machine(fig.raw.get("hypervisor"), host)
+            out.append(Finding(Verdict.PASS, f"{share}: a VM's share ({virtual}), true of every shared VM.", advice)
+                       if virtual else
+                       Finding(Verdict.WARN, f"{share} (noisy neighbours or cache partitioning).", advice))
         else:
             agree.append(f"{level.name} {format_bytes(measured)} (reported {format_bytes(size)})")
     if agree:
@@ -79,8 +80,10 @@ def rule_missing_level(fig: CacheFigures, host: Facts) -> list[Finding]:
     if not fig.reached_dram:
         return []
     seen = len(fig.levels) - 1
-    return [Finding(Verdict.WARN, f"L{c.get('level')} ({format_bytes(cache_size(c))} reported) "
-                    "shows no plateau of its own: its share for this process is too small to see.",
+    virtual = vm.virtual_machine(fig.raw.get("hypervisor"), host)
+    why = f": a VM's share ({virtual}), true of every shared VM" if virtual else ""
+    return [Finding(Verdict.PASS if virtual else Verdict.WARN, f"L{c.get('level')} ({format_bytes(cache_size(c))} "
+                    f"reported) shows no plateau of its own: its share for this process is too small to see{why}.",
                     "Treat the last level you see as the last-level cache when sizing data.")
             for c in fig.reported[seen:]]
 

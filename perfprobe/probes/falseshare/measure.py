@@ -58,13 +58,9 @@ def measure(ctx: ProbeContext) -> dict[str, Any]:
 
 
 def _hypervisor() -> bool | None:
-    """Whether the CPU says it runs under a hypervisor (x86 cpuinfo flag); None when unreadable."""
-    try:
-        text = open("/proc/cpuinfo").read(1 << 16)
-    except OSError:
-        return None
-    flags = next((line for line in text.splitlines() if line.startswith("flags")), "")
-    return " hypervisor" in flags if flags else None
+    from perfprobe.vm import hypervisor_flag
+
+    return hypervisor_flag()
 
 
 def _time_cases(ctx: ProbeContext, kernels: Any, cases: Sequence[Case], settings: Settings,

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 from typing import Any, Callable, Mapping, Sequence
 
+from perfprobe import vm
 from perfprobe.host.facts import Facts
 from perfprobe.model import Finding, Verdict
 from perfprobe.probes.falseshare.figures import (
@@ -92,16 +93,9 @@ def rule_contention(raw: FalseshareRaw, host: Facts) -> list[Finding]:
                     "by a hypervisor; rerun on dedicated cores", confirm=CONFIRM + ("contention",), figure=narrow)]
 
 
-VM_PCI_VENDORS = {"0x1af4": "virtio", "0x15ad": "VMware", "0x1414": "Hyper-V", "0x5853": "Xen"}
-
-
 def virtual_machine(raw: FalseshareRaw, host: Facts) -> str:
-    """How this host shows it is a VM (the CPU's hypervisor flag, recorded by measure; or a
-    paravirtual PCI device in the host facts), "" on bare metal or when nothing says so."""
-    if raw.get("hypervisor"):
-        return "the CPU's hypervisor flag"
-    vendors = {str(d.get("vendor")) for d in host.get("pci_devices") or []}
-    return next((f"{VM_PCI_VENDORS[v]} devices" for v in sorted(vendors) if v in VM_PCI_VENDORS), "")
+    """How this host shows it is a VM (perfprobe/vm.py), "" on bare metal or when nothing says so."""
+    return vm.virtual_machine(raw.get("hypervisor"), host)
 
 
 def rule_scaling(raw: FalseshareRaw, host: Facts) -> list[Finding]:
