@@ -125,7 +125,10 @@ def _confirmed(probe: Probe, ctx: ProbeContext, raw: dict[str, Any], first: Asse
             raw[confirm.SECOND_RAW] = second_raw
     if second_raw is None:
         return first
-    second = probe.judge(second_raw, ctx.host)
+    try:
+        second = probe.judge(second_raw, ctx.host)
+    except Exception:  # noqa: BLE001 - numbers that cannot be judged confirm nothing: the first stands
+        return first
     return dataclasses.replace(first, findings=confirm.combine(first.findings, second.findings))
 
 

@@ -98,3 +98,8 @@ def test_a_replay_judges_the_recorded_remeasurement_and_measures_nothing(monkeyp
     assert result.verdict is Verdict.PASS and fake.asked == []
     old, _, fake = _run(monkeypatch, second=64, replayed={"line": 512})  # recorded before confirmation
     assert old.verdict is Verdict.WARN and fake.asked == []
+
+
+def test_a_remeasurement_that_cannot_be_judged_leaves_the_first_judgement(monkeypatch: Any) -> None:
+    result, _, _ = _run(monkeypatch, second=512, replayed={"line": 512, confirm.SECOND_RAW: {"no": "line"}})
+    assert result.verdict is Verdict.WARN and result.findings[0].confirmation is None
