@@ -24,7 +24,7 @@ from pathlib import Path
 import numba_warm
 
 HERE = Path(__file__).resolve().parent
-BASE_LAYOUT = "2"  # bump when build_base or what it copies changes: the cached base is rebuilt
+BASE_LAYOUT = "3"  # bump when build_base or what it copies changes: the cached base is rebuilt
 GUEST_VENV = Path("/venv")
 TOP_LEVEL_LINKS = ("bin", "sbin", "lib", "lib64")
 # The config-3.X-<arch> folder holds the static libpython (tens of MB); sysconfig reads
@@ -35,8 +35,11 @@ STDLIB_DROP = {"test", "site-packages", "idlelib", "tkinter", "turtledemo", "ens
 DYNLOAD_DROP = ("_tkinter", "_test", "xxlimited", "_xxtestfuzz", "_ctypes_test", "audioop",
                 "ossaudiodev", "nis", "spwd")
 SITE_DROP = {"pip", "setuptools", "pkg_resources", "_distutils_hack", "distutils-precedence.pth"}
-# GPU and other heavy packages a venv may hold that nothing in a CPU-only guest imports.
-SITE_DROP_PREFIXES = ("cupy", "nvidia", "fastrlock", "torch", "triton", "__editable__")
+# GPU and other heavy packages a venv may hold that nothing in a CPU-only guest imports: the HTML
+# renderer's plotly, the browser test's selenium, the linters (mypy's compiled part is a 36 MB .so
+# named by hash, hence "*__mypyc"). With them the initrd grew past what a 768 MiB guest can unpack.
+SITE_DROP_PREFIXES = ("cupy", "nvidia", "fastrlock", "torch", "triton", "__editable__", "plotly", "selenium",
+                      "mypy", "ruff", "narwhals", "trio")
 # Loaded through ctypes/dlopen, so ldd on the extension modules does not list them.
 DLOPENED = ("libnuma.so.1", "libgcc_s.so.1")
 
@@ -108,7 +111,7 @@ class Tree:
             here = Path(directory)
             at_top = os.path.abspath(directory) == top
             return {n for n in names if n in drop or n.endswith((".opt-1.pyc", ".opt-2.pyc"))
-                    or (at_top and n.startswith(drop_prefixes))
+                    or (at_top and (n.startswith(drop_prefixes) or "__mypyc." in n))
                     or (here.name == "lib-dynload" and n.startswith(DYNLOAD_DROP))
                     or (n == "tests" and ("numpy" in here.parts or "numba" in here.parts))}
         self.make_parent(dst)
