@@ -56,12 +56,23 @@ def test_recorded_quiet_enough_run_passes():
 
 
 @pytest.mark.parametrize("path", BUSY, ids=lambda p: p.name)
-def test_recorded_busy_runs_warn_only_that_the_host_was_busy(path):
+def test_recorded_busy_runs_name_the_load_and_hold_the_warns_back(path):
+    """Issue 12 item 4: a busy host is named (a note), and the warns load can produce are held back."""
     raw, host = recorded(path.name)
-    warns = [f for f in PROBE.judge(raw, host).findings if f.verdict is Verdict.WARN]
-    assert [w.message for w in warns if "busy" not in w.message] == []
-    assert warns, "these runs were recorded while other jobs shared both CPUs"
+    found = PROBE.judge(raw, host).findings
+    assert [f.message for f in found if f.verdict is Verdict.WARN] == []
+    assert any("the host was busy" in f.message for f in found), "recorded while other jobs shared both CPUs"
     assert _verdicts(quiet(raw), host) == {Verdict.PASS}
+
+
+def test_a_contention_warn_rests_on_a_re_measurement():
+    raw, host = recorded()
+    raw = quiet(raw)
+    system = raw["allocators"]["system"]["pairs"]["64"]
+    system["all"] = {**system["all"], "ns_per_op": {**system["all"]["ns_per_op"],
+                                                   "median": 10 * system["1t"]["ns_per_op"]["median"]}}
+    warn = [f for f in rules.rule_contention(raw, host) if f.verdict is Verdict.WARN]
+    assert warn and warn[0].confirm == ("contention",)
 
 
 def test_recording_found_and_measured_jemalloc():
@@ -171,7 +182,7 @@ def test_replay_through_the_cli_matches_the_schema(capsys):
         cli.main(["alloc", "--replay", str(DATA / "alloc_kvm2c_busy_full.json"), "--json"])
     report = json.loads(capsys.readouterr().out)
     jsonschema.validate(report, load_schema())
-    assert exit_info.value.code == 1 and report["results"][0]["verdict"] == "warn"
+    assert exit_info.value.code == 0 and report["results"][0]["verdict"] == "pass"
     assert report["results"][0]["key_figure"].startswith("malloc ")
 
 

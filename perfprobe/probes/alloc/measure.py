@@ -87,6 +87,24 @@ def measure(ctx: ProbeContext) -> dict[str, Any]:
     return out
 
 
+def remeasure(ctx: ProbeContext, raw: dict[str, Any], keys: tuple[str, ...]) -> dict[str, Any]:
+    """Confirmation (perfprobe/confirm.py): the system allocator's one-thread and all-CPU figures
+    again, on the same CPUs, when the contention warn ("contention") is to be issued."""
+    from perfprobe.kernels import alloc_kernels as kernels
+
+    if "contention" not in keys:
+        return raw
+    settings: Settings = ctx.config.preset(PRESETS)
+    system = osys.system_allocator()
+    try:
+        again = allocator_figures(kernels, system, list(raw["cpus"]), settings, ctx.config.options.iterations)
+    finally:
+        osys.release_free_memory(system)
+    out = dict(raw)
+    out["allocators"] = {**raw["allocators"], "system": {**raw["allocators"]["system"], **again}}
+    return out
+
+
 def preloaded_figures(path: str, cpus: Sequence[int], quick: bool, iters_hint: int | None) -> dict[str, Any]:
     """allocator_figures in a child process that runs with `path` preloaded as its malloc."""
     args = json.dumps({"cpus": list(cpus), "quick": quick, "iterations": iters_hint, "expect": path})

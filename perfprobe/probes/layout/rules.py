@@ -105,8 +105,9 @@ def rule_busy(raw: Raw, host: Facts) -> list[Finding]:
     share = f.disturbed_fraction(raw, MAX_SPREAD)
     if share <= MAX_DISTURBED:
         return []
-    return [Finding(Verdict.WARN, f"{share:.0%} of the points had repeats disagreeing by more than "
-                    f"{MAX_SPREAD:.0%}: the host was busy", "rerun on an idle host")]
+    return [Finding(Verdict.PASS, f"{share:.0%} of the points had repeats disagreeing by more than "
+                    f"{MAX_SPREAD:.0%}: the host was busy, so these figures are noisier than usual",
+                    "rerun on an idle host")]
 
 
 RULES: list[Rule] = [rule_line_split, rule_page_split, rule_soa, rule_all_fields, rule_vectorised,
