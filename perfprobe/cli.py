@@ -14,6 +14,7 @@ from typing import Annotated, Any, Optional
 import typer
 
 from perfprobe import __version__
+from perfprobe.cli_help import PlainArgsCommand
 from perfprobe.config import Knobs, RunConfig, UsageError
 from perfprobe.report_command import report as report_command
 from perfprobe.units import parse_count, parse_device, parse_size, size_word
@@ -208,7 +209,7 @@ _gpu_command("p2p", "GPU-to-GPU copies over NVLink or PCIe: peer access, bandwid
 from perfprobe.fleet.commands import register as _register_fleet  # noqa: E402 - compare, fleet, healthcheck
 
 _register_fleet(app)
-app.command("report")(report_command)  # saved runs drawn as HTML (perfprobe/report_command.py)
+app.command("report", cls=PlainArgsCommand)(report_command)  # saved runs drawn as HTML (perfprobe/report_command.py)
 
 
 def _run(names: list[str], config: RunConfig) -> None:

@@ -74,6 +74,13 @@ def parse_count(value: int | None, option: str, low: int, high: int) -> int | No
     return value
 
 
+def parse_ratio(value: float, option: str, low: float = 0.0, high: float = 10.0) -> float:
+    """A ratio option within [low, high] (0.10 = 10%). Out of range: UsageError naming both."""
+    if not low <= value <= high:
+        raise UsageError(f"{option} {value}: must be from {low:g} to {high:g}")
+    return value
+
+
 def size_word(value: int) -> str:
     """65536 -> '64K', 4194304 -> '4M': a size as the user would type it (for help texts)."""
     for suffix in "PTGMK":

@@ -200,10 +200,18 @@ def test_no_command_prints_the_help_once():
     assert proc.returncode == 0 and proc.stdout.count("Usage: perfprobe") == 1
 
 
-@pytest.mark.parametrize("command", ["cache", "falseshare", "numa", "pinned", "streams", "uvm", "all", "host"])
+def _every_command() -> list[str]:
+    from perfprobe.completions import command_options
+
+    return [*command_options(), "fleet show", "fleet run"]  # "" is `perfprobe --help` itself
+
+
+@pytest.mark.parametrize("command", _every_command())
 def test_help_has_no_generated_type_marks(command):
-    text = perfprobe(command, "--help").stdout
-    for mark in ("<bool>", "<int", "<str>", "<path>", "x>=", "<=x", ESC):
+    proc = perfprobe(*command.split(), "--help")
+    text = proc.stdout
+    assert proc.returncode == 0 and "Usage: perfprobe" in text, proc.stderr
+    for mark in ("<bool>", "<int", "<str>", "<path>", "<list", "x>=", "<=x", "[required]", "[default:", "{", ESC):
         assert mark not in text, f"{command} --help shows {mark!r}"
 
 

@@ -15,18 +15,20 @@ from typing import Annotated, Any, List, Optional
 
 import typer
 
+from perfprobe.cli_help import PlainArgsCommand
 from perfprobe.config import UsageError
+from perfprobe.units import parse_count, parse_ratio
 
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print the result as JSON on stdout, nothing else.")]
 BaselineOutOpt = Annotated[Optional[Path], typer.Option(
     "--baseline-out", metavar="FILE", help="Write a baseline (per hardware group: median and MAD per metric).")]
-ThresholdOpt = Annotated[float, typer.Option("--threshold", min=0.0, max=10.0, metavar="RATIO",
-                                             help="Smallest change that counts (0.10 = 10%), beside each metric's noise.")]
+ThresholdOpt = Annotated[float, typer.Option("--threshold", metavar="RATIO", show_default=False, help=(
+    "Smallest change that counts, 0 to 10 (default 0.10 = 10%), beside each metric's noise."))]
 
 
 def register(app: typer.Typer) -> None:
     """Add compare, fleet and healthcheck to perfprobe's app."""
-    app.command("compare")(compare)
+    app.command("compare", cls=PlainArgsCommand)(compare)
     app.add_typer(fleet_app, name="fleet")
     from perfprobe.fleet.health_command import healthcheck
 
@@ -45,6 +47,7 @@ def compare(base: Annotated[Path, typer.Argument(metavar="BASE", help="A report 
     from perfprobe.fleet.facts import flat_facts
     from perfprobe.fleet.signature import differences, signature
 
+    threshold = parse_ratio(threshold, "--threshold")
     base_in, new_in = reports.load_one(base, "BASE"), reports.load_one(new, "NEW")
     if bl.is_baseline(new_in.data):
         raise UsageError(f"NEW {new}: a baseline; NEW must be a report of one run")
@@ -81,11 +84,11 @@ class _DefaultToShow(typer.core.TyperGroup):
         return super().parse_args(ctx, args)
 
 
-fleet_app = typer.Typer(cls=_DefaultToShow, help="Judge many hosts' reports against each other; `fleet run` "
-                        "gathers them through Slurm.", no_args_is_help=False)
+fleet_app = typer.Typer(cls=_DefaultToShow, help="Judge many hosts' reports against each other; `fleet run` gathers them "
+                        "through Slurm; `fleet` with report files or folders means `fleet show`.", no_args_is_help=False)
 
 
-@fleet_app.command("show")
+@fleet_app.command("show", cls=PlainArgsCommand)
 def fleet_show(paths: Annotated[Optional[List[Path]], typer.Argument(
                    metavar="REPORT...", help="Report files, folders of them, or '-' (JSON lines on stdin).")] = None,
                expect: Annotated[Optional[str], typer.Option("--expect", metavar="HOSTS", help=(
@@ -93,11 +96,12 @@ def fleet_show(paths: Annotated[Optional[List[Path]], typer.Argument(
                baseline_out: BaselineOutOpt = None, json_out: JsonOpt = False,
                metrics: Annotated[Optional[str], typer.Option("--metrics", metavar="PATTERNS", help=(
                    "Comma-separated probe:metric patterns to judge (default: each probe's key figures)."))] = None,
-               min_change: Annotated[float, typer.Option("--min-change", min=0.0, max=10.0, metavar="RATIO",
-                                                         help="Smallest deviation from the median that counts.")] = 0.10) -> None:
+               min_change: Annotated[float, typer.Option("--min-change", metavar="RATIO", show_default=False, help=(
+                   "Smallest deviation from the median that counts, 0 to 10 (default 0.10)."))] = 0.10) -> None:
     """Group hosts by hardware, name outliers (median and MAD), and hosts missing, errored or skipped."""
     from perfprobe.fleet import reports
 
+    min_change = parse_ratio(min_change, "--min-change")
     stdin_text = None
     files = [p for p in paths or [] if str(p) != "-"]
     if not paths or len(files) < len(paths):
@@ -110,8 +114,10 @@ def fleet_show(paths: Annotated[Optional[List[Path]], typer.Argument(
 
 @fleet_app.command("run", context_settings={"allow_extra_args": True, "ignore_unknown_options": True})
 def fleet_run(ctx: typer.Context,
-              nodes: Annotated[int, typer.Option("--nodes", "-N", min=1, max=100000, help="Nodes to run on.")],
-              partition: Annotated[Optional[str], typer.Option("--partition", "-p", help="Slurm partition.")] = None,
+              nodes: Annotated[Optional[int], typer.Option("--nodes", "-N", metavar="N", help=(
+                  "Nodes to run on, 1 to 100000 (required)."))] = None,
+              partition: Annotated[Optional[str], typer.Option("--partition", "-p", metavar="P",
+                                                               help="Slurm partition.")] = None,
               out: Annotated[Optional[Path], typer.Option("--out", metavar="DIR", help=(
                   "Folder for one report per node, DIR/<node>.json (on a file system the nodes share)."))] = None,
               baseline_out: BaselineOutOpt = None, json_out: JsonOpt = False) -> None:
@@ -120,6 +126,9 @@ def fleet_run(ctx: typer.Context,
     from perfprobe.host.identity import run_time_utc
     from perfprobe.render.outputs import check_writable
 
+    if nodes is None:
+        raise UsageError("fleet run: give --nodes N, how many nodes to run on")
+    nodes = parse_count(nodes, "--nodes", 1, 100000) or 1
     args = list(ctx.args) or ["all", "--quick"]
     folder = out or Path(f"perfprobe-fleet-{run_time_utc().replace(':', '')}")
     folder.mkdir(parents=True, exist_ok=True)

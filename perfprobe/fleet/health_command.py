@@ -27,19 +27,19 @@ MODES = ("health", "prolog")
 
 
 def healthcheck(
-        baseline: Annotated[Path, typer.Option("--baseline", metavar="FILE", help=(
-            "A baseline (fleet --baseline-out) or a report of a healthy peer."))],
-        mode: Annotated[str, typer.Option("--mode", metavar="health|prolog", help=(
-            "health: drain or resume through scontrol (HealthCheckProgram); prolog: exit status only."))] = "health",
-        node: Annotated[Optional[str], typer.Option("--node", help="Slurm node name (default: $SLURMD_NODENAME).")] = None,
-        probes: Annotated[str, typer.Option("--probes", metavar="LIST", help=(
+        baseline: Annotated[Optional[Path], typer.Option("--baseline", metavar="FILE", help=(
+            "A baseline (fleet --baseline-out) or a report of a healthy peer (required)."))] = None,
+        mode: Annotated[str, typer.Option("--mode", metavar="health|prolog", show_default=False, help=(
+            "health (default): drain or resume through scontrol (HealthCheckProgram); prolog: exit status only."))] = "health",
+        node: Annotated[Optional[str], typer.Option("--node", metavar="NAME", help="Slurm node name (default: $SLURMD_NODENAME).")] = None,
+        probes: Annotated[str, typer.Option("--probes", metavar="LIST", show_default=False, help=(
             "Probes to run, quick (default host,cache).") )] = DEFAULT_PROBES,
         policy: Annotated[Optional[Path], typer.Option("--policy", metavar="FILE", help=(
             "JSON overrides of the drain policy (README: healthcheck)."))] = None,
         detached: Annotated[bool, typer.Option("--detached", help=(
             "Judge the last finished background run; start the next one (all --quick) in the background."))] = False,
-        state: Annotated[Path, typer.Option("--state", metavar="DIR", help=(
-            "Where --detached keeps its runs."))] = DEFAULT_STATE,
+        state: Annotated[Path, typer.Option("--state", metavar="DIR", show_default=False, help=(
+            f"Where --detached keeps its runs (default {DEFAULT_STATE})."))] = DEFAULT_STATE,
         dry_run: Annotated[bool, typer.Option("--dry-run", help="Print the scontrol command instead of running it.")] = False,
         json_out: Annotated[bool, typer.Option("--json", help="Print the verdict as JSON on stdout.")] = False,
         prom: Annotated[Optional[Path], typer.Option("--prom", metavar="FILE", help="Also write node_exporter's textfile.")] = None,
@@ -50,6 +50,8 @@ def healthcheck(
     from perfprobe.fleet import healthcheck as hc
     from perfprobe.render import outputs
 
+    if baseline is None:
+        raise UsageError("healthcheck: give --baseline FILE (fleet --baseline-out, or a healthy peer's report)")
     if mode not in MODES:
         raise UsageError(f"--mode {mode}: choose health or prolog")
     names = _probe_names(probes)
