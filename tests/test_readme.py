@@ -23,6 +23,24 @@ def test_every_visible_option_is_in_the_readme():
                 assert option in documented, f"README lacks {option} (of {command or 'perfprobe'})"
 
 
+def test_every_option_of_a_subcommand_group_is_in_the_readme():
+    """`fleet show` and `fleet run` are not in completions' table: walk the groups themselves."""
+    import typer
+
+    from perfprobe.cli import app
+
+    documented = set(re.findall(r"`(--[a-z-]+)", USAGE))
+    groups = [c for c in typer.main.get_group(app).commands.values() if hasattr(c, "commands")]
+    assert groups, "no command group found (fleet is one)"
+    for group in groups:
+        for name, command in group.commands.items():
+            assert f"{group.name} {name}" in USAGE or name == "show", f"README lacks `{group.name} {name}`"
+            for param in command.params:
+                for option in param.opts:
+                    if option.startswith("--") and option != "--help" and not getattr(param, "hidden", False):
+                        assert option in documented, f"README lacks {option} (of {group.name} {name})"
+
+
 def test_readme_starts_with_the_two_setup_commands():
     setup = README.split("## Set-up")[1][:400]
     assert "make run" in setup and "make test" in setup
