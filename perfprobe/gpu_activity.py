@@ -10,7 +10,9 @@ planted hog, its pid with 3.8 GB and 100% utilisation.
 
 from __future__ import annotations
 
-from typing import Any, Mapping
+from typing import Any, Callable, Mapping, Sequence
+
+from perfprobe.model import Finding, Verdict
 
 BUSY_UTIL_PERCENT = 10  # a kernel ran over a tenth of NVML's last sample period before the probe started
 
@@ -31,6 +33,22 @@ def shared_gpu(raw: Mapping[str, Any]) -> str:
     if isinstance(util, (int, float)) and util >= BUSY_UTIL_PERCENT:
         parts.append(f"{util:.0f}% utilisation before this probe started")
     return "; ".join(parts)
+
+
+def findings_held_back_if_shared(rules: Sequence[Callable[[Any, Any], list[Finding]]], sensitive: Sequence[str],
+                                 raw: Mapping[str, Any], host: Any) -> list[Finding]:
+    """Every rule's findings, in order; on a shared GPU the warns of the rules named in `sensitive`
+    become notes saying why (pinned's and streams' `findings`)."""
+    why = shared_gpu(raw)
+    return [held_back(finding, why) if why and rule.__name__ in sensitive else finding
+            for rule in rules for finding in rule(raw, host)]
+
+
+def held_back(finding: Finding, why: str) -> Finding:
+    """A warn as a pass note "held back (the GPU was shared: WHY): MESSAGE"; other verdicts unchanged."""
+    if finding.verdict is not Verdict.WARN:
+        return finding
+    return Finding(Verdict.PASS, f"held back (the GPU was shared: {why}): {finding.message}", finding.advice)
 
 
 def _others(reading: Mapping[str, Any]) -> set[int]:

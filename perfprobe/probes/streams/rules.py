@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Callable
 
-from perfprobe.gpu_activity import shared_gpu
+from perfprobe.gpu_activity import findings_held_back_if_shared, shared_gpu
 from perfprobe.host.facts import Facts
 from perfprobe.model import Finding, Verdict
 from perfprobe.probes.streams.figures import (
@@ -129,12 +129,4 @@ LOAD_SENSITIVE = ("rule_overlap", "rule_host_overlap")
 
 def findings(raw: Raw, host: Facts) -> list[Finding]:
     """Every rule's findings, in RULES order; on a shared GPU the load-sensitive warns held back."""
-    why = shared_gpu(raw)
-    return [held_back(finding, why) if why and rule.__name__ in LOAD_SENSITIVE else finding
-            for rule in RULES for finding in rule(raw, host)]
-
-
-def held_back(finding: Finding, why: str) -> Finding:
-    if finding.verdict is not Verdict.WARN:
-        return finding
-    return Finding(Verdict.PASS, f"held back (the GPU was shared: {why}): {finding.message}", finding.advice)
+    return findings_held_back_if_shared(RULES, LOAD_SENSITIVE, raw, host)
