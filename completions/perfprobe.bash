@@ -26,7 +26,7 @@ _perfprobe() {
         compare) opts="--json --threshold --mixed --all --help"; files=""; dirs=""; values="--threshold" ;;
         healthcheck) opts="--baseline --mode --node --probes --policy --detached --state --dry-run --json --prom --junit --output --help"; files="--baseline --policy --prom --junit --output"; dirs="--state"; values="--mode --node --probes" ;;
         report) opts="--html --help"; files="--html"; dirs=""; values="" ;;
-        fleet) opts="--help"; files=""; dirs=""; values="" ;;
+        fleet) opts="--expect --baseline-out --json --metrics --min-change --nodes --partition --out --help"; files="--baseline-out"; dirs="--out"; values="--expect --metrics --min-change --nodes --partition" ;;
     esac
     case " $dirs " in *" $prev "*) compopt -o filenames 2>/dev/null; COMPREPLY=($(compgen -d -- "$cur")); return ;; esac
     case " $files " in *" $prev "*) compopt -o filenames 2>/dev/null; COMPREPLY=($(compgen -f -- "$cur")); return ;; esac

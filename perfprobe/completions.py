@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
+from typing import Any
 
 SHELLS = {"bash": "perfprobe.bash", "zsh": "_perfprobe", "fish": "perfprobe.fish"}
 
@@ -23,7 +24,7 @@ def command_options() -> dict[str, list[tuple[str, str]]]:
     table: dict[str, list[tuple[str, str]]] = {"": [("--version", "print the version"), ("--help", "show help")]}
     for name, command in root.commands.items():
         options = []
-        for param in command.params:
+        for param in _params(command):
             if getattr(param, "hidden", False):
                 continue
             for opt in param.opts:
@@ -42,10 +43,21 @@ def option_kinds() -> dict[str, dict[str, str]]:
 
     kinds: dict[str, dict[str, str]] = {}
     for name, command in typer.main.get_group(app).commands.items():
-        kinds[name] = {opt: _kind(param) for param in command.params
+        kinds[name] = {opt: _kind(param) for param in _params(command)
                        if not getattr(param, "hidden", False) and not getattr(param, "is_flag", True)
                        for opt in param.opts if opt.startswith("--")}
     return kinds
+
+
+def _params(command: Any) -> list[Any]:
+    """A command's parameters; for a group (`fleet`), those of its subcommands, each option once."""
+    if not hasattr(command, "commands"):
+        return list(command.params)
+    seen: dict[tuple[str, ...], Any] = {}
+    for sub in command.commands.values():
+        for param in sub.params:
+            seen.setdefault(tuple(param.opts), param)
+    return list(seen.values())
 
 
 def _kind(param: object) -> str:
