@@ -10,12 +10,13 @@ Exit 0 when met (or when this host cannot run it: no cc), 1 when missed.
 
 from __future__ import annotations
 
-import shutil
 import statistics
 import subprocess
 import sys
 from pathlib import Path
 from typing import Any
+
+from c_reference import compile_c
 
 ROOT = Path(__file__).resolve().parent.parent
 SOURCE, BUILD = ROOT / "bench" / "alloc_ref.c", ROOT / "bench" / "build"
@@ -27,13 +28,7 @@ sys.path.insert(0, str(ROOT))
 
 
 def build() -> bool:
-    cc = shutil.which("cc") or shutil.which("gcc")
-    if cc is None:
-        print("skip: no C compiler (cc) on this host")
-        return False
-    BUILD.mkdir(parents=True, exist_ok=True)
-    subprocess.run([cc, "-O2", "-pthread", "-o", str(BINARY), str(SOURCE)], check=True)
-    return True
+    return compile_c(SOURCE, BINARY, ["-O2", "-pthread"])
 
 
 def c_run(threads: int, levels: list[Any]) -> dict[str, float]:

@@ -10,13 +10,13 @@ Exit 0 when met (or when this host cannot run it: no cc), 1 when missed.
 
 from __future__ import annotations
 
-import shutil
 import statistics
 import subprocess
 import sys
 from pathlib import Path
 
 import numpy as np
+from c_reference import compile_c
 
 ROOT = Path(__file__).resolve().parent.parent
 SOURCE, BUILD = ROOT / "bench" / "branch_ref.c", ROOT / "bench" / "build"
@@ -30,14 +30,7 @@ sys.path.insert(0, str(ROOT))
 
 
 def build() -> bool:
-    cc = shutil.which("cc") or shutil.which("gcc")
-    if cc is None:
-        print("skip: no C compiler (cc) on this host")
-        return False
-    BUILD.mkdir(parents=True, exist_ok=True)
-    subprocess.run([cc, *FLAGS, "-o", str(BINARY), str(SOURCE)], check=True)
-    subprocess.run([cc, *FLAGS, "-S", "-o", str(BUILD / "branch_ref.s"), str(SOURCE)], check=True)
-    return True
+    return compile_c(SOURCE, BINARY, FLAGS) and compile_c(SOURCE, BUILD / "branch_ref.s", [*FLAGS, "-S"])
 
 
 def c_keeps_branch() -> bool:

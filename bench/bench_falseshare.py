@@ -15,13 +15,14 @@ over pairs of perfprobe/C within ±10%. `--json PATH` writes every pair's figure
 
 from __future__ import annotations
 
-import shutil
 import statistics
 import subprocess
 import sys
 from functools import partial
 from pathlib import Path
 from typing import Callable
+
+from c_reference import compile_c
 
 ROOT = Path(__file__).resolve().parent.parent
 SOURCE = ROOT / "bench" / "falseshare_ref.c"
@@ -38,13 +39,7 @@ sys.path.insert(0, str(ROOT))
 
 def build() -> bool:
     """Compile the reference; False (with a note) when there is no C compiler."""
-    cc = shutil.which("cc") or shutil.which("gcc") or shutil.which("clang")
-    if cc is None:
-        print("skip: no C compiler (cc) on this host")
-        return False
-    BINARY.parent.mkdir(parents=True, exist_ok=True)
-    subprocess.run([cc, "-O2", "-std=c11", "-pthread", "-o", str(BINARY), str(SOURCE)], check=True)
-    return True
+    return compile_c(SOURCE, BINARY, ["-O2", "-std=c11", "-pthread"])
 
 
 def c_run(kind: str, cpus: list[int], iters: int, spacing: int) -> tuple[float, bool]:

@@ -11,13 +11,13 @@ host cannot run it: no cc), 1 when missed.
 from __future__ import annotations
 
 import os
-import shutil
 import statistics
 import subprocess
 import sys
 from pathlib import Path
 
 import numpy as np
+from c_reference import compile_c
 
 ROOT = Path(__file__).resolve().parent.parent
 SOURCE, BUILD = ROOT / "bench" / "ipc_ref.c", ROOT / "bench" / "build"
@@ -29,13 +29,7 @@ sys.path.insert(0, str(ROOT))
 
 
 def build() -> bool:
-    cc = shutil.which("cc") or shutil.which("gcc")
-    if cc is None:
-        print("skip: no C compiler (cc) on this host")
-        return False
-    BUILD.mkdir(parents=True, exist_ok=True)
-    subprocess.run([cc, "-O2", "-o", str(BINARY), str(SOURCE)], check=True)
-    return True
+    return compile_c(SOURCE, BINARY, ["-O2"])
 
 
 def cpus() -> tuple[int, int]:

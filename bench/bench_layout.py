@@ -10,13 +10,13 @@ Exit 0 when met (or when this host cannot run it: no cc), 1 when missed.
 
 from __future__ import annotations
 
-import shutil
 import statistics
 import subprocess
 import sys
 from pathlib import Path
 
 import numpy as np
+from c_reference import compile_c
 
 ROOT = Path(__file__).resolve().parent.parent
 SOURCE, BINARY = ROOT / "bench" / "layout_ref.c", ROOT / "bench" / "build" / "layout_ref"
@@ -33,13 +33,8 @@ def soa_vector_bytes(k) -> int:
 
 
 def build(vec_bytes: int) -> bool:
-    cc = shutil.which("cc") or shutil.which("gcc")
-    if cc is None:
-        print("skip: no C compiler (cc) on this host")
+    if not compile_c(SOURCE, BINARY, ["-O3", "-march=native", f"-DVEC_BYTES={vec_bytes}"]):
         return False
-    BINARY.parent.mkdir(parents=True, exist_ok=True)
-    subprocess.run([cc, "-O3", "-march=native", f"-DVEC_BYTES={vec_bytes}", "-o", str(BINARY), str(SOURCE)],
-                   check=True)
     print(f"built {BINARY.name}: cc -O3 -march=native -DVEC_BYTES={vec_bytes} (numba's soa_sum vector width)")
     return True
 
