@@ -85,6 +85,26 @@ def test_triad_result_is_b_plus_scalar_c() -> None:
     np.testing.assert_array_equal(a, b + 6.0)
 
 
+@pytest.mark.parametrize("n", [1, 15, 16, 17, 47, 64, 1000])
+def test_triad_blocks_and_tail_cover_every_element(n: int) -> None:
+    """The 256-bit blocks of 16 and the element-by-element tail write each a[i] exactly once."""
+    rng = np.random.default_rng(n)
+    b, c = rng.random(n), rng.random(n)
+    a = np.full(n + 16, -1.0)
+    k.triad(a[:n], b, c, 3.0, 1)
+    np.testing.assert_allclose(a[:n], b + 3.0 * c)
+    assert (a[n:] == -1.0).all()  # nothing written past the end
+
+
+def test_triad_on_strided_views() -> None:
+    """Strided arrays take the element loop (the vector steps assume 8-byte strides)."""
+    n = 100
+    a, b, c = np.zeros(2 * n), np.arange(2 * n, dtype=np.float64), np.full(2 * n, 2.0)
+    k.triad(a[::2], b[::2], c[::2], 3.0, 1)
+    np.testing.assert_array_equal(a[::2], b[::2] + 6.0)
+    assert (a[1::2] == 0.0).all()
+
+
 @pytest.mark.parametrize("threads", [1, 2])
 def test_parallel_triad_and_fill(threads: int) -> None:
     n = 500 * threads

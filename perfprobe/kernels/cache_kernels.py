@@ -145,11 +145,45 @@ def read_sum_parallel(a: np.ndarray, nthreads: int, reps: int) -> float:
     return total
 
 
+@intrinsic
+def _triad4(typingctx, a, b, c, scalar):
+    """*(a) = *(b) + scalar * *(c) on 4 doubles at byte addresses a, b, c: one 256-bit load of b,
+    one (contracted) multiply-add with c, one store, whatever vector width LLVM would have chosen.
+    LLVM widens the plain triad loop to 512-bit vectors on Zen 4, where they were 9-12% slower
+    from DRAM than 256-bit ones (docs/benchmarks.md); on Intel AVX-512 CPUs it picks 256 anyway."""
+    if (a, b, c, scalar) != (types.uint64, types.uint64, types.uint64, types.float64):
+        return None
+
+    def codegen(context, builder, signature, args):
+        vec = ir.VectorType(ir.DoubleType(), 4)
+        pa, pb, pc = (builder.inttoptr(x, vec.as_pointer()) for x in args[:3])
+        lb, lc = builder.load(pb, align=8), builder.load(pc, align=8)
+        s = builder.insert_element(ir.Constant(vec, ir.Undefined), args[3], ir.Constant(ir.IntType(32), 0))
+        s = builder.shuffle_vector(s, s, ir.Constant(ir.VectorType(ir.IntType(32), 4), [0, 0, 0, 0]))
+        product = builder.fmul(s, lc, flags=["contract"])
+        builder.store(builder.fadd(lb, product, flags=["contract"]), pa, align=8)
+        return context.get_dummy_value()
+
+    return types.none(types.uint64, types.uint64, types.uint64, types.float64), codegen
+
+
 @njit(cache=True, fastmath=_FAST)
 def triad(a: np.ndarray, b: np.ndarray, c: np.ndarray, scalar: float, reps: int) -> float:
-    """STREAM triad a = b + scalar*c, `reps` times on one thread (24 bytes counted per element)."""
+    """STREAM triad a = b + scalar*c, `reps` times on one thread (24 bytes counted per element).
+
+    Four 256-bit steps a block (as bench/cache_ref.c's gcc loop: unrolled 4, ymm), the last
+    elements one by one (all of them one by one when an array is strided)."""
+    n = a.shape[0]
+    contiguous = a.strides[0] == 8 and b.strides[0] == 8 and c.strides[0] == 8
+    blocks = n // 16 * 16 if contiguous else 0
+    pa, pb, pc = np.uint64(a.ctypes.data), np.uint64(b.ctypes.data), np.uint64(c.ctypes.data)
     for _ in range(reps):
-        for i in range(a.shape[0]):
+        for i in range(0, blocks, 16):
+            at = np.uint64(i * 8)
+            for k in range(4):  # unrolled by LLVM: four independent 32-byte steps
+                step = at + np.uint64(32 * k)
+                _triad4(pa + step, pb + step, pc + step, scalar)  # type: ignore[call-arg]  # intrinsic
+        for i in range(blocks, n):
             a[i] = b[i] + scalar * c[i]
     return a[0]
 
