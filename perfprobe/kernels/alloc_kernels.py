@@ -27,10 +27,9 @@ from typing import Any, Callable, Sequence
 import numpy as np
 from llvmlite import ir
 from numba import njit, types
-from numba.core import cgutils
 from numba.extending import intrinsic
 
-from perfprobe.kernels.compiled import now_ns, opaque
+from perfprobe.kernels.compiled import clock_reader, now_ns, opaque
 
 _I64 = ir.IntType(64)
 _I32 = ir.IntType(32)
@@ -119,20 +118,7 @@ def _acquire(typingctx, addr):
     return types.int64(types.int64), codegen
 
 
-@intrinsic
-def _thread_cpu_ns(typingctx):
-    """This thread's CPU time (CLOCK_THREAD_CPUTIME_ID), ns."""
-    def codegen(context, builder, sig, args):
-        ts_type = ir.ArrayType(_I64, 2)
-        fnty = ir.FunctionType(_I32, [_I32, ts_type.as_pointer()])
-        fn = cgutils.get_or_insert_function(builder.module, fnty, "clock_gettime")
-        ts = cgutils.alloca_once(builder, ts_type)
-        builder.call(fn, [ir.Constant(_I32, _CLOCK_THREAD_CPUTIME_ID), ts])
-        zero = ir.Constant(_I32, 0)
-        sec = builder.load(builder.gep(ts, [zero, zero]))
-        nsec = builder.load(builder.gep(ts, [zero, ir.Constant(_I32, 1)]))
-        return builder.add(builder.mul(sec, ir.Constant(_I64, 1_000_000_000)), nsec)
-    return types.int64(), codegen
+_thread_cpu_ns = intrinsic(clock_reader(_CLOCK_THREAD_CPUTIME_ID, "This thread's CPU time (CLOCK_THREAD_CPUTIME_ID), ns."))
 
 
 @njit(cache=True, nogil=True)

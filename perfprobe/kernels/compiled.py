@@ -18,7 +18,7 @@ import hashlib
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 from llvmlite import ir
 from numba import njit, types
@@ -30,20 +30,27 @@ _I32 = ir.IntType(32)
 _CLOCK_MONOTONIC = 1
 
 
-@intrinsic
-def now_ns(typingctx):
-    """Wall time, CLOCK_MONOTONIC in ns, read from inside a compiled loop."""
-    def codegen(context, builder, sig, args):
-        ts_type = ir.ArrayType(_I64, 2)
-        fnty = ir.FunctionType(_I32, [_I32, ts_type.as_pointer()])
-        fn = cgutils.get_or_insert_function(builder.module, fnty, "clock_gettime")
-        ts = cgutils.alloca_once(builder, ts_type)
-        builder.call(fn, [ir.Constant(_I32, _CLOCK_MONOTONIC), ts])
-        zero = ir.Constant(_I32, 0)
-        sec = builder.load(builder.gep(ts, [zero, zero]))
-        nsec = builder.load(builder.gep(ts, [zero, ir.Constant(_I32, 1)]))
-        return builder.add(builder.mul(sec, ir.Constant(_I64, 1_000_000_000)), nsec)
-    return types.int64(), codegen
+def clock_reader(clock_id: int, doc: str) -> Callable[..., Any]:
+    """The typing function of an intrinsic reading clock_gettime(clock_id) in ns, callable from
+    nopython code without the GIL (the libc symbol in the kernel's own module): `intrinsic(...)` of it
+    is `now_ns` here and the thread-CPU clocks of the alloc and falseshare kernels."""
+    def clock(typingctx):
+        def codegen(context, builder, sig, args):
+            ts_type = ir.ArrayType(_I64, 2)
+            fnty = ir.FunctionType(_I32, [_I32, ts_type.as_pointer()])
+            fn = cgutils.get_or_insert_function(builder.module, fnty, "clock_gettime")
+            ts = cgutils.alloca_once(builder, ts_type)
+            builder.call(fn, [ir.Constant(_I32, clock_id), ts])
+            zero = ir.Constant(_I32, 0)
+            sec = builder.load(builder.gep(ts, [zero, zero]))
+            nsec = builder.load(builder.gep(ts, [zero, ir.Constant(_I32, 1)]))
+            return builder.add(builder.mul(sec, ir.Constant(_I64, 1_000_000_000)), nsec)
+        return types.int64(), codegen
+    clock.__doc__ = doc
+    return clock
+
+
+now_ns = intrinsic(clock_reader(_CLOCK_MONOTONIC, "Wall time, CLOCK_MONOTONIC in ns, read from inside a compiled loop."))
 
 
 @intrinsic

@@ -27,8 +27,9 @@ from typing import Any, Callable, Sequence
 import numpy as np
 from llvmlite import ir
 from numba import njit, types
-from numba.core import cgutils
 from numba.extending import intrinsic
+
+from perfprobe.kernels.compiled import clock_reader
 
 PAGE_BYTES = 4096
 KIND_ATOMIC = 0
@@ -75,26 +76,8 @@ def _store(typingctx, addr, value, ordering):
     return types.none(types.int64, types.int64, ordering), codegen
 
 
-def _clock_intrinsic(clock_id: int, doc: str):
-    """An intrinsic reading clock_gettime(clock_id) in ns, callable without the GIL (libc symbol)."""
-    def clock(typingctx):
-        def codegen(context, builder, sig, args):
-            ts_type = ir.ArrayType(_I64, 2)
-            fnty = ir.FunctionType(_I32, [_I32, ts_type.as_pointer()])
-            fn = cgutils.get_or_insert_function(builder.module, fnty, "clock_gettime")
-            ts = cgutils.alloca_once(builder, ts_type)
-            builder.call(fn, [ir.Constant(_I32, clock_id), ts])
-            zero = ir.Constant(_I32, 0)
-            sec = builder.load(builder.gep(ts, [zero, zero]))
-            nsec = builder.load(builder.gep(ts, [zero, ir.Constant(_I32, 1)]))
-            return builder.add(builder.mul(sec, ir.Constant(_I64, 1_000_000_000)), nsec)
-        return types.int64(), codegen
-    clock.__doc__ = doc
-    return _intrinsic(clock)
-
-
-_monotonic_ns = _clock_intrinsic(_CLOCK_MONOTONIC, "Wall time: CLOCK_MONOTONIC in ns.")
-_thread_cpu_ns = _clock_intrinsic(_CLOCK_THREAD_CPUTIME_ID, "This thread's CPU time in ns.")
+_monotonic_ns = _intrinsic(clock_reader(_CLOCK_MONOTONIC, "Wall time: CLOCK_MONOTONIC in ns."))
+_thread_cpu_ns = _intrinsic(clock_reader(_CLOCK_THREAD_CPUTIME_ID, "This thread's CPU time in ns."))
 
 
 @_intrinsic
