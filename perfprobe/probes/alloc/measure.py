@@ -37,7 +37,8 @@ from perfprobe.probes.alloc.plan import (
 from perfprobe.stats import summarize
 
 METHOD = ("numba nopython kernels call malloc/free through their C addresses (ctypes) and time "
-          "themselves with clock_gettime(CLOCK_MONOTONIC); each block is touched once; all-CPU runs: "
+          "themselves with clock_gettime(CLOCK_MONOTONIC); each block is touched once; mixed: the working "
+          "set filled and warmed up before the barrier, only the ops timed; all-CPU runs: "
           "one pinned thread per usable CPU, a spin barrier, per-thread ns per op (median of threads); "
           "first touch: fresh anonymous mmap per repeat, one byte written per 4 KiB; medians of repeats")
 CHILD_TIMEOUT_S = 120
