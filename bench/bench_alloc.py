@@ -1,6 +1,8 @@
 """`perfprobe alloc` against a native C reference, side by side, in one run.
 
-Builds bench/alloc_ref.c with the system cc (-O2 -pthread), then alternates C runs and perfprobe's
+Builds bench/alloc_ref.c with the system cc (-O2 -pthread) as a shared object that
+bench/alloc_ref_main.c runs (so its calls to malloc are near calls, as the JIT's are: the note in
+alloc_ref.c), then alternates C runs and perfprobe's
 own measuring functions (perfprobe/probes/alloc/measure.py and pages.py, the same kernels and
 iteration counts), REPEATS times, on the same CPUs and sizes: malloc+free of 64 B and the mixed
 pattern on one thread and on every usable CPU, the 64 B pool, first touch per 4 KiB and 2 MiB page,
@@ -20,7 +22,7 @@ from c_reference import compile_c
 
 ROOT = Path(__file__).resolve().parent.parent
 SOURCE, BUILD = ROOT / "bench" / "alloc_ref.c", ROOT / "bench" / "build"
-BINARY = BUILD / "alloc_ref"
+STUB, LIBRARY, BINARY = ROOT / "bench" / "alloc_ref_main.c", BUILD / "liballoc_ref.so", BUILD / "alloc_ref"
 REPEATS, ITERS, TOUCH_BYTES = 5, 200_000, 64 << 20
 TARGET = 0.10
 
@@ -28,7 +30,9 @@ sys.path.insert(0, str(ROOT))
 
 
 def build() -> bool:
-    return compile_c(SOURCE, BINARY, ["-O2", "-pthread"])
+    if not compile_c(SOURCE, LIBRARY, ["-O2", "-pthread", "-fPIC", "-shared"]):
+        return False
+    return compile_c(STUB, BINARY, ["-O2", "-pthread", "-Wl,--no-as-needed", str(LIBRARY)])
 
 
 def c_run(threads: int, levels: list[Any]) -> dict[str, float]:
