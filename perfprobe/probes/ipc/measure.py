@@ -104,13 +104,9 @@ def _command(session: Session, op: str, transport: str, size: int, count: int) -
                            "timeout_s": _timeout_s(count, size)}
     if transport in RING_MODES:
         session.ctl[:] = 0   # both rings empty; the worker is idle between commands
-        cmd.update(mode=RING_MODES[transport], slots=_slots(size))
+        cmd.update(mode=RING_MODES[transport], slots=plan.ring_slots(size))
     session.command(cmd, _timeout_s(count, size) + 5.0)
     return cmd
-
-
-def _slots(size: int) -> int:
-    return max(2, min(1024, (RING_BYTES // 2) // max(size, 64)))
 
 
 def _parent_fds(session: Session, transport: str) -> tuple[int, int, bool, bool]:

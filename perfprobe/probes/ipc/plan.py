@@ -75,6 +75,12 @@ def messages(size: int, settings: Settings, each_us: float | None = None) -> int
     return max(settings.min_messages, min(settings.max_messages, count))
 
 
+def ring_slots(size: int) -> int:
+    """Slots of one direction's ring for `size`-byte messages: RING_BYTES // size, 2 to 1024, each
+    slot exactly one message wide (no gap between neighbours), as bench/ipc_ref.c lays it out."""
+    return max(2, min(1024, RING_BYTES // max(size, 64)))
+
+
 def seqpacket_sizes(sizes: Sequence[int], sndbuf_bytes: int) -> list[int]:
     """The sizes a SOCK_SEQPACKET message can take with this send buffer (half of it, for headroom)."""
     return [s for s in sizes if s <= sndbuf_bytes // 2]
