@@ -4,7 +4,7 @@ Builds bench/alloc_ref.c with the system cc (-O2 -pthread) as a shared object th
 bench/alloc_ref_main.c runs (so its calls to malloc are near calls, as the JIT's are: the note in
 alloc_ref.c), then alternates C runs and perfprobe's
 own measuring functions (perfprobe/probes/alloc/measure.py and pages.py, the same kernels and
-iteration counts), REPEATS times, on the same CPUs and sizes: malloc+free of 64 B and the mixed
+iteration counts), REPEATS (9) times, on the same CPUs and sizes: malloc+free of 64 B and the mixed
 pattern on one thread and on every usable CPU, the 64 B pool, first touch per 4 KiB and 2 MiB page,
 memcpy GB/s at the probe's L1/L2/L3/DRAM sizes. Target: every figure within ±10% of C's (medians).
 Exit 0 when met (or when this host cannot run it: no cc), 1 when missed.
@@ -12,6 +12,7 @@ Exit 0 when met (or when this host cannot run it: no cc), 1 when missed.
 
 from __future__ import annotations
 
+import os
 import statistics
 import subprocess
 import sys
@@ -23,7 +24,7 @@ from c_reference import compile_c
 ROOT = Path(__file__).resolve().parent.parent
 SOURCE, BUILD = ROOT / "bench" / "alloc_ref.c", ROOT / "bench" / "build"
 STUB, LIBRARY, BINARY = ROOT / "bench" / "alloc_ref_main.c", BUILD / "liballoc_ref.so", BUILD / "alloc_ref"
-REPEATS, ITERS, TOUCH_BYTES = 5, 200_000, 64 << 20
+REPEATS, ITERS, TOUCH_BYTES = 9, 200_000, 64 << 20
 TARGET = 0.10
 
 sys.path.insert(0, str(ROOT))
@@ -84,13 +85,15 @@ def main() -> int:
     host = read_host_facts()
     cpus = usable_cpus(host)
     levels = copy_levels(host, PRESETS.full, host_memory_budget(host), None)
+    load_before = os.getloadavg()
     samples: dict[str, list[dict[str, float]]] = {"c": [], "pp": []}
     for _ in range(REPEATS):
         samples["c"].append(c_run(len(cpus), levels))
         samples["pp"].append(pp_run(kernels, cpus, levels))
     med = {side: {k: statistics.median(s[k] for s in runs) for k in runs[0]} for side, runs in samples.items()}
     c, p = med["c"], med["pp"]
-    print(f"median of {REPEATS} interleaved runs; {len(cpus)} CPUs; {ITERS} ops per thread per run")
+    print(f"median of {REPEATS} interleaved runs; {len(cpus)} CPUs; {ITERS} ops per thread per run; "
+          f"load average {load_before[0]:.2f} before, {os.getloadavg()[0]:.2f} after")
     print(f"{'figure':22} {'C':>12} {'perfprobe':>12} {'Δ':>7}  ok")
     ok = True
     for name in c:
