@@ -16,7 +16,7 @@
 // barrier), malloc and free called through function pointers as the kernels call them; a 64 B
 // free-list pool (pop, touch, push, with the kernels' compiler barrier); first touch of fresh 4 KiB
 // pages (MADV_NOHUGEPAGE) and of 2 MiB pages (MADV_HUGEPAGE, 2 MiB aligned), munmap outside the
-// timed region; memcpy GB/s at each COPY_BYTES.
+// timed region; memcpy GB/s at each COPY_BYTES (the buffers madvised as numpy madvises its arrays).
 #define _GNU_SOURCE
 #include <pthread.h>
 #include <sched.h>
@@ -195,6 +195,16 @@ static double first_touch(size_t len, int huge) {
     return (double)e / (huge ? len / HUGE : len / PAGE);
 }
 
+// The probe copies between numpy arrays, and numpy madvises every array of 4 MiB or more
+// MADV_HUGEPAGE from its first page boundary on (numpy's alloc.c, on by default on Linux): with THP
+// 'madvise' those buffers sit on 2 MiB pages, malloc's alone on 4 KiB ones. Without the same advice
+// here, the probe read 12-20% more GB/s at L2 and DRAM (fewer TLB misses, no page colouring).
+static void numpy_pages(char *p, size_t n) {
+    if (n < (4u << 20)) return;
+    size_t offset = PAGE - (uintptr_t)p % PAGE;
+    madvise(p + offset, n - offset, MADV_HUGEPAGE);
+}
+
 static double copy_gbs(char *dst, const char *src, size_t n) {
     memcpy(dst, src, n);
     int64_t t = now_ns();
@@ -234,6 +244,8 @@ int alloc_ref_main(int argc, char **argv) {
     size_t top = 0;
     for (int i = 4; i < argc; i++) if (strtoull(argv[i], NULL, 10) > top) top = strtoull(argv[i], NULL, 10);
     char *src = malloc(top), *dst = malloc(top);
+    numpy_pages(src, top);
+    numpy_pages(dst, top);
     memset(src, 1, top);
     memset(dst, 2, top);
     for (int i = 4; i < argc; i++) {
