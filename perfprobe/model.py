@@ -62,8 +62,10 @@ class Finding:
 class Table:
     """A table of figures for people (the JSON carries it too).
 
-    `heat` asks the renderer to colour numeric cells by their ratio to the smallest numeric cell of
-    their row ("row") — used for NUMA matrices and core-to-core maps. Renderers only draw it.
+    `heat` asks the renderer to colour numeric cells: "row", by their ratio to the smallest numeric
+    cell of their row (NUMA matrices, core-to-core maps); "fraction", cells that are already a
+    fraction of an expected value, 1.0 = at it (p2p pairs against their links' rate). Renderers only
+    draw it, with the same bands for both: within 1.2x of the reference green, within 1.6x yellow.
     """
 
     title: str

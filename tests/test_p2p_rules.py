@@ -101,17 +101,22 @@ def test_every_rule_runs_on_every_matrix_and_tables_fit_the_gpus():
         data = load(name)
         result = judged(data)
         n = len(data["raw"]["selected"])
-        heat = [t for t in result.tables if t.heat == "row"]
-        assert heat and all(len(t.rows) == n for t in heat)
-        shortfall = next(t for t in result.tables if t.title.startswith("Links' rate"))
-        assert all(row[1] == 1.0 for row in shortfall.rows)  # the reference the row heat is read against
+        heat = [t for t in result.tables if t.heat]
+        assert heat and all(len(t.rows) == n and len(t.columns) == n + 1 for t in heat)
+        fraction = next(t for t in result.tables if t.heat == "fraction")
+        assert all(isinstance(c, str) or 0 < c <= 1.5 for row in fraction.rows for c in row[1:])
         assert len(rules.findings(data["raw"], data["host"])) == len(result.findings)
 
 
-def test_shortfall_cells_colour_by_fraction_of_the_rate():
+def test_fraction_cells_colour_by_fraction_of_the_rate():
     result = judged(load("nvlink_link_down_2gpu"))
-    shortfall = next(t for t in result.tables if t.title.startswith("Links' rate"))
-    assert shortfall.rows[0][3] == pytest.approx(450 / 236, abs=0.01)  # > 1.6x: red in the terminal
+    fraction = next(t for t in result.tables if t.heat == "fraction")
+    assert fraction.rows[0][2] == pytest.approx(236 / 450, abs=0.01)  # under 62% of the rate: red
+    from perfprobe.render.table import _cell_text
+
+    assert "red" in str(_cell_text(fraction.rows[0][2], None, fraction=True).spans)
+    assert "green" in str(_cell_text(0.9, None, fraction=True).spans)
+    assert "yellow" in str(_cell_text(0.7, None, fraction=True).spans)
 
 
 def test_quick_sample_is_said():

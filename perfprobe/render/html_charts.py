@@ -87,18 +87,21 @@ def matrix_chart(key: str, table: Table) -> Chart:
     rows = [str(row[0]) for row in table.rows]
     cols = [str(c) for c in table.columns[1:]]
     values = [[number(c) for c in row[1:]] for row in table.rows]
-    high = bool(BEST_IS_HIGH.search(table.title))
-    ratios = [_row_ratios(row, high) for row in values]
+    fraction = table.heat == "fraction"
+    high = fraction or bool(BEST_IS_HIGH.search(table.title))
+    ratios = [[None if v is None or v <= 0 else 1 / min(v, 1.0) for v in row] if fraction
+              else _row_ratios(row, high) for row in values]
     text = [["—" if v is None else f"{v:.3g}" for v in row] for row in values]
     fig = go.Figure(go.Heatmap(z=ratios, x=cols, y=rows, text=text, texttemplate="%{text}",
                                colorscale=HEAT_SCALE, zmin=1.0, zmax=2.0, xgap=2, ygap=2,
-                               colorbar={"title": {"text": "× row best"}},
+                               colorbar={"title": {"text": "× below expected" if fraction else "× row best"}},
                                hovertemplate="%{y} → %{x}: %{text}<extra></extra>"))
     row_title, _, col_title = table.columns[0].partition("\\")
     _layout(fig, col_title.strip(), row_title.strip())
     fig.update_yaxes(autorange="reversed", type="category")
     fig.update_xaxes(type="category")
-    method = f"{table.title}; colour: ratio to the {'highest' if high else 'lowest'} cell of its row"
+    method = (f"{table.title}; colour: how far below the expected rate (1.0)" if fraction else
+              f"{table.title}; colour: ratio to the {'highest' if high else 'lowest'} cell of its row")
     topic = (table.title.split(" ", 1)[0].lower(),) + (("bandwidth", "gb/s") if high else ("latency", "remote"))
     return Chart(key, table.title, fig, _unit_of(table.title), method, topic)
 

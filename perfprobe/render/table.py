@@ -59,7 +59,7 @@ def data_table(table: Table) -> RichTable:
         view.add_column(column, justify="left" if index == 0 else "right")
     for row in table.rows:
         floor = _row_floor(row) if table.heat == "row" else None
-        view.add_row(*[_cell_text(cell, floor) for cell in row])
+        view.add_row(*[_cell_text(cell, floor, table.heat == "fraction") for cell in row])
     return view
 
 
@@ -133,10 +133,11 @@ def _row_floor(row: tuple[Cell, ...]) -> float | None:
     return min(numbers) if numbers else None
 
 
-def _cell_text(cell: Cell, floor: float | None) -> Text:
+def _cell_text(cell: Cell, floor: float | None, fraction: bool = False) -> Text:
+    """A cell, coloured by how far it is from its reference: the row's floor, or 1.0 for fractions."""
     text = Text(_format(cell))
-    if floor and isinstance(cell, (int, float)) and cell > 0:
-        ratio = cell / floor
+    if isinstance(cell, (int, float)) and not isinstance(cell, bool) and cell > 0 and (floor or fraction):
+        ratio = 1 / min(cell, 1.0) if fraction else cell / (floor or 1.0)
         text.stylize("green" if ratio <= 1.2 else "yellow" if ratio <= 1.6 else "red")
     return text
 

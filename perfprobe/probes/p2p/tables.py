@@ -1,9 +1,7 @@
 """What `perfprobe p2p` shows: the matrices as metrics and tables, the topology, summary, facts.
 
-The shortfall table is coloured by the fraction of each pair's expected rate: its cells are links'
-rate ÷ measured, and each row carries the rate itself (1.0), so the renderers' row heat (ratio to
-the row's smallest cell) reads green within 1.2x of the links' rate (≥ 83%), yellow to 1.6x
-(≥ 62%), red beyond.
+The fraction table's cells are measured ÷ the links' rate, drawn with the renderers' "fraction"
+heat: green at 83% of the rate or more, yellow to 62%, red below.
 """
 
 from __future__ import annotations
@@ -36,17 +34,15 @@ def metrics(raw: Raw, host: Facts) -> dict[str, Metric]:
     return out
 
 
-def _matrix(raw: Raw, title: str, cell: Callable[[int, int], Cell], heat: str | None = None,
-            lead: Callable[[int], Cell] | None = None) -> Table:
+def _matrix(raw: Raw, title: str, cell: Callable[[int, int], Cell], heat: str | None = None) -> Table:
     gpus = fig.selected(raw)
     measured = set(fig.directions(raw))
     rows = []
     for i in gpus:
         cells: list[Cell] = [f"GPU {i}"]
-        cells += [lead(i)] if lead else []
         cells += ["-" if i == j else cell(i, j) if (i, j) in measured else "not sampled" for j in gpus]
         rows.append(tuple(cells))
-    columns = ("from \\ to",) + (("at rate",) if lead else ()) + tuple(str(j) for j in gpus)
+    columns = ("from \\ to",) + tuple(str(j) for j in gpus)
     return Table(title, columns, tuple(rows), heat=heat)
 
 
@@ -56,16 +52,17 @@ def _gbs_cell(raw: Raw, i: int, j: int) -> Cell:
     return _r(peer) if peer is not None else (f"{staged:.1f} staged" if staged is not None else None)
 
 
-def _shortfall(raw: Raw, i: int, j: int) -> Cell:
+def _fraction_cell(raw: Raw, i: int, j: int) -> Cell:
     share = fig.fraction(raw, i, j)
-    return round(max(1.0, 1 / share), 2) if share else "no peer" if not fig.peer_enabled(raw, i, j) else None
+    return round(share, 2) if share else "no peer" if not fig.peer_enabled(raw, i, j) else None
 
 
 def tables(raw: Raw, host: Facts) -> tuple[Table, ...]:
     size = format_bytes(int((raw.get("budget") or {}).get("top_bytes") or 0))
     return (
         _matrix(raw, f"Peer GB/s one way, {size} (staged where no peer access)", lambda i, j: _gbs_cell(raw, i, j)),
-        _matrix(raw, "Links' rate ÷ measured (1.0 = at the rate)", lambda i, j: _shortfall(raw, i, j), heat="row", lead=lambda i: 1.0),
+        _matrix(raw, "Fraction of the links' rate, one way (1.0 = at the rate)", lambda i, j: _fraction_cell(raw, i, j),
+                heat="fraction"),
         _matrix(raw, f"Both ways at once GB/s, {size} each way",
                 lambda i, j: _r(fig.bidir_gbs(raw, i, j))),
         _matrix(raw, f"Staged (peer access off) GB/s one way, {size}",
