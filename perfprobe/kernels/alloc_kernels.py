@@ -20,8 +20,6 @@ own CPU time, so a preempted run can be told apart from a contended one.
 from __future__ import annotations
 
 import ctypes
-import os
-import threading
 from typing import Any, Callable, Sequence
 
 import numpy as np
@@ -30,6 +28,7 @@ from numba import njit, types
 from numba.extending import intrinsic
 
 from perfprobe.kernels.compiled import clock_reader, now_ns, opaque
+from perfprobe.kernels.placement import on_pinned_threads
 
 _I64 = ir.IntType(64)
 _I32 = ir.IntType(32)
@@ -335,22 +334,8 @@ def run_threads(cpus: Sequence[int], work: Callable[[int, int, int], tuple]) -> 
     """Run `work(ready_addr, parties, i)` on one pinned thread per CPU; their (start, end, cpu)."""
     ready = np.zeros(8, dtype=np.int64)
     parties = len(cpus)
-    out: list[tuple] = [()] * parties
-    errors: list[BaseException] = []
 
-    def body(i: int, cpu: int) -> None:
-        try:
-            os.sched_setaffinity(0, {cpu})
-            out[i] = work(ready.ctypes.data, parties, i)
-        except BaseException as exc:  # noqa: BLE001 - re-raised in the caller's thread
-            errors.append(exc)
-            ready[0] += parties  # release the others from the barrier
+    def release() -> None:  # a failed thread lets the others past the start barrier
+        ready[0] += parties
 
-    threads = [threading.Thread(target=body, args=(i, c)) for i, c in enumerate(cpus)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    if errors:
-        raise errors[0]
-    return out
+    return on_pinned_threads(cpus, lambda i: work(ready.ctypes.data, parties, i), on_error=release)

@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import os
 import re
-import threading
 from dataclasses import dataclass
 from typing import Any, Callable, Sequence
 
@@ -30,6 +29,7 @@ from numba import njit, types
 from numba.extending import intrinsic
 
 from perfprobe.kernels.compiled import clock_reader
+from perfprobe.kernels.placement import on_pinned_threads
 
 PAGE_BYTES = 4096
 KIND_ATOMIC = 0
@@ -200,24 +200,7 @@ _compiled: list[bool] = []
 def _run_pinned(cpus: Sequence[int], work: Callable[[int], tuple]) -> list[tuple]:
     """Run `work(i)` in one thread per CPU, thread i pinned to cpus[i]; re-raise any failure."""
     compile_kernels()
-    results: list[tuple | None] = [None] * len(cpus)
-    errors: list[BaseException] = []
-
-    def body(i: int) -> None:
-        try:
-            os.sched_setaffinity(0, {cpus[i]})  # this thread only; ends with it
-            results[i] = work(i)
-        except BaseException as exc:  # handed to the main thread below
-            errors.append(exc)
-
-    threads = [threading.Thread(target=body, args=(i,), daemon=True) for i in range(len(cpus))]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    if errors:
-        raise errors[0]
-    return [r for r in results if r is not None]
+    return on_pinned_threads(cpus, work)
 
 
 def run_counters(cpus: Sequence[int], spacing_bytes: int, iters: int, kind: str) -> ThreadTimes:

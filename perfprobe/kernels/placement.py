@@ -22,8 +22,9 @@ Why this way (docs/probes/cache.md, "Thread placement"):
 from __future__ import annotations
 
 import os
+import threading
 from contextlib import contextmanager
-from typing import Any, Iterator, Sequence
+from typing import Any, Callable, Iterator, Sequence, TypeVar
 
 import numba
 import numpy as np
@@ -33,6 +34,8 @@ from numba.core import cgutils
 from numba.extending import intrinsic
 
 from perfprobe import placement
+
+T = TypeVar("T")
 
 MASK_WORDS = 16  # 1024 CPUs, glibc's cpu_set_t; more words when a CPU number needs them
 LAYER_PRIORITY = ["omp", "workqueue", "tbb"]
@@ -158,3 +161,30 @@ def order_of(host: Any, usable: Sequence[int]) -> tuple[list[int], int]:
     cores = placement.cpu_cores(host)
     order = placement.placement_order(usable, cores)
     return order, placement.physical_cores(order, cores)
+
+
+def on_pinned_threads(cpus: Sequence[int], work: Callable[[int], T],
+                      on_error: Callable[[], None] | None = None) -> list[T]:
+    """Run `work(i)` on one Python thread per CPU, thread i pinned to cpus[i] (its own affinity,
+    gone with the thread); the results in order. A failure in any thread is re-raised here, after
+    `on_error` (e.g. releasing the others from a barrier) and every thread has ended."""
+    results: list[T | None] = [None] * len(cpus)
+    errors: list[BaseException] = []
+
+    def body(i: int) -> None:
+        try:
+            os.sched_setaffinity(0, {cpus[i]})
+            results[i] = work(i)
+        except BaseException as exc:  # noqa: BLE001 - re-raised in the caller's thread
+            errors.append(exc)
+            if on_error is not None:
+                on_error()
+
+    threads = [threading.Thread(target=body, args=(i,), daemon=True) for i in range(len(cpus))]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    if errors:
+        raise errors[0]
+    return [r for r in results if r is not None]
