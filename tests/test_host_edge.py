@@ -244,3 +244,19 @@ def test_damaged_link_files_give_unknown_not_a_crash(tmp_path, speed, width) -> 
         (device / name).write_text(text + "\n")
     assert link_facts(SysRoot(tmp_path), "0000:3b:00.0") == {
         "gen_current": None, "gen_max": None, "width_current": None, "width_max": None}
+
+
+def test_hypervisor_flag_is_a_host_fact_read_through_the_root(fixture_tree, tmp_path):
+    """The VM rules read it from the facts, so --fsroot trees and replays judge as the host was."""
+    from perfprobe.host import read_host_facts
+    from perfprobe.vm import virtual_machine
+
+    guest = read_host_facts(fixture_tree("fakeheteromemtiers"))  # a captured guest: flags say hypervisor
+    assert guest["cpu"]["hypervisor"] is True
+    assert virtual_machine(None, guest) == "the CPU's hypervisor flag"
+    assert virtual_machine(False, guest) == ""  # a recording's own raw flag wins over the facts
+    (tmp_path / "proc").mkdir()
+    (tmp_path / "proc" / "cpuinfo").write_text("processor : 0\nflags : fpu sse2 avx2\n")
+    assert read_host_facts(tmp_path)["cpu"]["hypervisor"] is False
+    (tmp_path / "proc" / "cpuinfo").write_text("processor : 0\n")
+    assert read_host_facts(tmp_path)["cpu"]["hypervisor"] is None

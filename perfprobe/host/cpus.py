@@ -120,10 +120,16 @@ def _py_cpuinfo_brand() -> str | None:
 
 
 def cpu_summary(sr: SysRoot, cores: list[list[int]], packages: list[list[int]]) -> dict[str, Any]:
-    """The "cpu" object: model, vendor and the socket / core / thread counts."""
+    """The "cpu" object: model, vendor, the socket / core / thread counts, and the hypervisor flag."""
     model, vendor = model_and_vendor(sr)
     sockets = len(packages) or None
     per_socket = len(cores) // sockets if sockets and len(cores) % sockets == 0 else None
     threads = max((len(core) for core in cores), default=None)
     return {"model": model, "vendor": vendor, "sockets": sockets,
-            "cores_per_socket": per_socket, "threads_per_core": threads}
+            "cores_per_socket": per_socket, "threads_per_core": threads, "hypervisor": hypervisor_flag(sr)}
+
+
+def hypervisor_flag(sr: SysRoot) -> bool | None:
+    """Whether the CPU says it runs under a hypervisor (x86 `flags`); None without a flags line."""
+    flags = cpuinfo_fields(sr).get("flags")
+    return None if flags is None else "hypervisor" in flags.split()

@@ -16,6 +16,7 @@ class CpuFacts(TypedDict, total=False):
     sockets: Optional[int]
     cores_per_socket: Optional[int]
     threads_per_core: Optional[int]
+    hypervisor: Optional[bool]
 
 
 class CpusFacts(TypedDict, total=False):

@@ -35,7 +35,6 @@ from perfprobe.probes.cache.plan import (
     too_little_memory,
 )
 from perfprobe.units import format_bytes
-from perfprobe.vm import hypervisor_flag
 
 
 def measure(ctx: ProbeContext) -> dict[str, Any]:
@@ -70,7 +69,6 @@ def measure(ctx: ProbeContext) -> dict[str, Any]:
     raw["placement"] = {**pool, **placement_raw(ctx, place)}
     raw["phase_seconds"] = clock.seconds
     raw["background_cpus"] = background.share()
-    raw["hypervisor"] = hypervisor_flag()  # a VM's cache share is not a fault of the host (rules.py)
     return raw
 
 

@@ -53,14 +53,8 @@ def measure(ctx: ProbeContext) -> dict[str, Any]:
         "spacings_bytes": widths, "cases": results,
         "plain_check": {"touches_memory": ok, "how": how},
         "pingpong": _pingpong(ctx, kernels, order, settings),
-        "repeats": settings.repeats, "quick": ctx.quick, "hypervisor": _hypervisor(),
+        "repeats": settings.repeats, "quick": ctx.quick,
     }
-
-
-def _hypervisor() -> bool | None:
-    from perfprobe.vm import hypervisor_flag
-
-    return hypervisor_flag()
 
 
 def _time_cases(ctx: ProbeContext, kernels: Any, cases: Sequence[Case], settings: Settings,
