@@ -2,7 +2,9 @@
 
 Builds bench/branch_ref.c with the system cc (-O1 -fno-if-conversion -fno-if-conversion2
 -fno-tree-vectorize, so the branch stays a conditional jump — checked on gcc's own assembly with
-the probe's checker), writes the probe's data (128 Ki int32 values, sorted and shuffled), then
+the probe's checker; the branch-free loop's cmov is inline asm; loops and jump-only targets
+aligned to 16 bytes as LLVM aligns loop headers), prints both sides' inner loops, instruction by
+instruction, writes the probe's data (128 Ki int32 values, sorted and shuffled), then
 alternates C runs and perfprobe's numba kernels, REPEATS times. Targets: ns per element within
 ±10% of C's; mispredict cycles and the branch-free speed-up within ±15%.
 Exit 0 when met (or when this host cannot run it: no cc), 1 when missed.
@@ -21,7 +23,8 @@ from c_reference import compile_c
 ROOT = Path(__file__).resolve().parent.parent
 SOURCE, BUILD = ROOT / "bench" / "branch_ref.c", ROOT / "bench" / "build"
 BINARY, DATA = BUILD / "branch_ref", BUILD / "branch_data.bin"
-FLAGS = ["-O1", "-fno-if-conversion", "-fno-if-conversion2", "-fno-tree-vectorize"]
+FLAGS = ["-O1", "-fno-if-conversion", "-fno-if-conversion2", "-fno-tree-vectorize",
+         "-falign-loops=16", "-falign-jumps=16"]
 REPEATS, PASSES, CLOCK_ITERS = 7, 20, 200_000
 NS_TARGET, RATIO_TARGET = 0.10, 0.15
 CASES = ("sorted", "shuffled", "branch_free_sorted", "branch_free_shuffled")
@@ -33,13 +36,29 @@ def build() -> bool:
     return compile_c(SOURCE, BINARY, FLAGS) and compile_c(SOURCE, BUILD / "branch_ref.s", [*FLAGS, "-S"])
 
 
-def c_keeps_branch() -> bool:
-    """The branchy function of the C build has a conditional jump inside its loop (gcc -S)."""
+def c_function(name: str) -> str:
+    """One function's text in gcc's assembly of the C build (gcc -S)."""
+    return (BUILD / "branch_ref.s").read_text().split(f"{name}:", 1)[1].split(".size", 1)[0]
+
+
+def c_shapes_ok() -> bool:
+    """The C branchy loop keeps a conditional jump and the branch-free one is a cmov without one,
+    checked as the probe checks its kernels."""
+    from perfprobe.kernels.branch_kernels import loop_shape
     from perfprobe.kernels.compiled import loop_branches
 
-    text = (BUILD / "branch_ref.s").read_text()
-    body = text.split("branchy:", 1)[1].split(".size", 1)[0]
-    return bool(loop_branches(body))
+    free = c_function("branch_free")
+    return bool(loop_branches(c_function("branchy"))) and not loop_branches(free) \
+        and any(m.startswith("cmov") for m in loop_shape(free))
+
+
+def print_shapes(check: dict) -> None:
+    """Both sides' inner loops, mnemonic by mnemonic: the loops are meant to be the same."""
+    from perfprobe.kernels.branch_kernels import loop_shape
+
+    for name in ("branchy", "branch_free"):
+        print(f"{name + ' loop':18} C: {' '.join(loop_shape(c_function(name)))}")
+        print(f"{'':18} perfprobe: {' '.join(check[name + '_loop'])}")
 
 
 def c_run() -> dict[str, float]:
@@ -79,11 +98,14 @@ def main() -> int:
         samples["pp"].append(numba_run(kernels, data))
     med = {side: {k: statistics.median(s[k] for s in runs) for k in runs[0]} for side, runs in samples.items()}
     c, p = med["c"], med["pp"]
-    print(f"C keeps its branch (gcc -S, checked like the probe's kernel): {c_keeps_branch()}; "
-          f"perfprobe's: {kernels.branch_check()['branch_in_code']}")
+    check = kernels.branch_check()
+    shapes = c_shapes_ok()
+    print(f"C: branch kept, branch-free a cmov (gcc -S, checked like the probe's kernels): {shapes}; "
+          f"perfprobe's: {check['branch_in_code'] and check['branch_free_cmov'] and not check['branch_free_has_branch']}")
+    print_shapes(check)
     print(f"median of {REPEATS} interleaved runs, {PASSES} passes over 128 Ki values each")
     print(f"{'figure':24} {'C':>9} {'perfprobe':>9} {'Δ':>7}  ok")
-    ok = c_keeps_branch()
+    ok = shapes
     rows = [(k, c[k], p[k], NS_TARGET) for k in (*CASES, "clock_ghz")]
     rows += [(k, derived(c)[k], derived(p)[k], RATIO_TARGET) for k in derived(c)]
     for name, cv, pv, target in rows:

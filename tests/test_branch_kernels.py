@@ -66,6 +66,11 @@ def test_a_cmov_loop_has_no_branch_and_its_exit_test_is_not_one():
     assert len(compiled.innermost_loops(CMOV)) == 1
 
 
+def test_loop_shape_lists_the_inner_loop_mnemonics_without_labels():
+    assert branch_kernels.loop_shape(CMOV) == ["movslq", "movl", "incq", "cmpq", "cmovleq", "addq", "cmpq", "jne"]
+    assert branch_kernels.loop_shape("\tretq\n") == []
+
+
 def test_vector_width_comes_from_the_innermost_loop_only():
     assert compiled.loop_vector_bytes(VECTOR) == 64
     assert compiled.loop_vector_bytes(CMOV) == 0
@@ -80,6 +85,8 @@ def test_compiled_branchy_kernel_keeps_its_branch():
     check = branch_kernels.branch_check()
     assert check["branch_in_code"] is True
     assert check["branch_free_has_branch"] is False
+    assert check["branch_free_cmov"] is True  # the form bench/branch_ref.c pins in inline asm
+    assert check["branchy_loop"] and check["branch_free_loop"]
 
 
 def test_kernels_compute_the_same_sum():

@@ -6,8 +6,12 @@ untimed pass that warms the caches and trains the predictor, so a point is the s
 - `branchy`: `if v >= threshold: s += v`. The taken arm holds an empty volatile asm (`opaque`), so
   LLVM can neither turn the branch into a cmov/select nor vectorise the loop: the compiled loop
   keeps a real conditional jump, which `branch_check()` confirms in the assembly on every run.
-- `branch_free`: `s += v & -(v >= threshold)`, the same work as arithmetic (`opaque` in the loop
-  keeps it scalar, like the branchy loop, so the two differ only in the branch).
+- `branch_free`: `s += v & -(v >= threshold)`, the same work as arithmetic, which LLVM makes a
+  select: on x86 the loop is `movslq; movl $0; cmpq; cmovleq; addq` and the counter, one element a
+  step, one accumulator, no unroll (`opaque` in the loop keeps it scalar, like the branchy loop, so
+  the two differ only in the branch). Same on znver4 and sapphirerapids; an explicit IR select
+  compiled to a different loop on znver4 (pointer bump, hoisted zero), so the mask stays.
+  bench/branch_ref.c pins these instructions in inline asm; `branch_check()` reports both loops.
 - `add_chain`: CHAIN dependent integer adds (`add reg, reg`, each result laundered through an empty asm) per iteration: one per core
   cycle on every current x86 and Arm core, so adds per ns is the core clock in GHz.
 """
@@ -21,7 +25,7 @@ from llvmlite import ir
 from numba import njit, types
 from numba.extending import intrinsic
 
-from perfprobe.kernels.compiled import asm_text, loop_branches, now_ns, opaque
+from perfprobe.kernels.compiled import asm_text, innermost_loops, loop_branches, now_ns, opaque
 
 CHAIN = 64  # dependent adds per inner block
 _I64 = ir.IntType(64)
@@ -91,15 +95,24 @@ def branch_free(data: np.ndarray, threshold: int, reps: int) -> tuple:
 
 
 def branch_check() -> dict:
-    """Whether the compiled branchy loop keeps a conditional jump (and the branch-free one has none)."""
-    found, how = _branches(branchy)
-    free, _ = _branches(branch_free)
+    """Whether the compiled branchy loop keeps a conditional jump (and the branch-free one has none),
+    with both loops' instructions (what bench_branch.py sets beside the C reference's)."""
+    text, how = _asm(branchy)
+    free_text, _ = _asm(branch_free)
+    found, free_shape = loop_branches(text), loop_shape(free_text)
     return {"branch_in_code": bool(found), "branch_instructions": found[:4],
-            "branch_free_has_branch": bool(free), "how": how}
+            "branch_free_has_branch": bool(loop_branches(free_text)),
+            "branch_free_cmov": any(m.startswith(("cmov", "csel")) for m in free_shape),
+            "branchy_loop": loop_shape(text), "branch_free_loop": free_shape, "how": how}
 
 
-def _branches(kernel) -> tuple[list[str], str]:
+def loop_shape(asm: str) -> list[str]:
+    """The mnemonics of the first innermost loop, in program order (labels left out)."""
+    loops = innermost_loops(asm)
+    return [line.split()[0] for line in loops[0] if not line.endswith(":")] if loops else []
+
+
+def _asm(kernel) -> tuple[str, str]:
     if not kernel.signatures:
         kernel(np.zeros(4, dtype=np.int32), 1, 1)
-    text, how = asm_text(kernel, kernel.signatures[0])
-    return loop_branches(text), how
+    return asm_text(kernel, kernel.signatures[0])
