@@ -17,6 +17,6 @@ timeout 120 python3 bench/bench_alloc.py > "$W/bench_alloc.txt" 2>&1; echo "benc
 rm -rf "$W/numba_cache"
 tar czf "$OUT/alloc_h200.tgz" -C "$W" .
 cp "$W/alloc_h200_full.json" "$W/bench_alloc.txt" "$OUT/" 2>/dev/null
-tail -2 "$W/quick_cold.err" "$W/quick_warm.err" "$W/full.err"
+tail -n 2 "$W/quick_cold.err" "$W/quick_warm.err" "$W/full.err"
 grep -E "PASS|WARN|ERROR" "$W/full.txt" | cut -c1-170
 cat "$W/bench_alloc.txt"
