@@ -94,12 +94,14 @@ def main() -> int:
     c, p = med["c"], med["pp"]
     print(f"median of {REPEATS} interleaved runs; {len(cpus)} CPUs; {ITERS} ops per thread per run; "
           f"load average {load_before[0]:.2f} before, {os.getloadavg()[0]:.2f} after")
-    print(f"{'figure':22} {'C':>12} {'perfprobe':>12} {'Δ':>7}  ok")
+    print(f"{'figure':22} {'C':>12} {'perfprobe':>12} {'Δ':>7}  ok   spread (min-max) C | perfprobe")
     ok = True
     for name in c:
         good = abs(p[name] / c[name] - 1) <= TARGET
         ok &= good
-        print(f"{name:22} {c[name]:12.3f} {p[name]:12.3f} {p[name] / c[name] - 1:+7.0%}  {'yes' if good else 'NO'}")
+        spread = " | ".join(f"{min(r[name] for r in samples[side]):.4g}-{max(r[name] for r in samples[side]):.4g}"
+                            for side in ("c", "pp"))
+        print(f"{name:22} {c[name]:12.3f} {p[name]:12.3f} {p[name] / c[name] - 1:+7.0%}  {'yes' if good else 'NO ':3}  {spread}")
     print(f"target: every figure within ±{TARGET:.0%} of C's: {'met' if ok else 'MISSED'}")
     return 0 if ok else 1
 
