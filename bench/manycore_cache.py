@@ -30,7 +30,7 @@ from perfprobe.probes.cache.buffers import page_buffer
 from perfprobe.probes.cache.plan import plan_placement
 from perfprobe.units import format_bytes
 
-ROUNDS = 3
+ROUNDS = int(os.environ.get("MANYCORE_ROUNDS", "5"))
 LATENCY_TOLERANCE = 0.05
 ALL_FLOOR, EACH_FLOOR = 0.95, 0.90
 KINDS = {"read": "read_gbs", "triad": "triad_gbs"}
@@ -96,17 +96,26 @@ def manycore(exe: Path, variants: bool = False) -> int:
     where: dict[int, list[int]] = {}
     with kp.pinned_pool() as pool:
         for kind in KINDS:
-            c_best: dict[int, list[float]] = {n: [] for n in place.counts}
-            p_best: dict[int, list[float]] = {n: [] for n in place.counts}
-            for _ in range(ROUNDS):
-                for run in c_run(exe, "sweep", kind, total, counts, REPEATS, RUN_MS)["runs"]:
-                    c_best[run["threads"]].append(run["gbs"]["max"])
-                for n, stat in _sweep_side(k, place, kind, total, timing).items():
-                    p_best[n].append(stat["max"])
-                    where[n] = stat["cpus"]
-            sweep[kind] = {"c": [max(c_best[n]) for n in place.counts], "p": [max(p_best[n]) for n in place.counts],
-                           "c_med": [median(c_best[n]) for n in place.counts],
-                           "p_med": [median(p_best[n]) for n in place.counts]}
+            c_runs: dict[int, list[float]] = {n: [] for n in place.counts}
+            p_runs: dict[int, list[float]] = {n: [] for n in place.counts}
+            # per count, C and numba back to back, the order swapped every round: this guest's DRAM
+            # bandwidth drifts by 20% over tens of seconds (other guests), which a whole C sweep
+            # followed by a whole numba sweep put on one side only
+            for r in range(ROUNDS):
+                for n in place.counts:
+                    sides = [("c", n), ("p", n)] if r % 2 == 0 else [("p", n), ("c", n)]
+                    for side, count in sides:
+                        if side == "c":
+                            run = c_run(exe, "sweep", kind, total, count, REPEATS, RUN_MS)["runs"][0]
+                            c_runs[count].append(run["gbs"]["max"])
+                        else:
+                            stat = m.placed_rate(k, KINDS[kind], total, place.sweep_cpus(count), timing)
+                            p_runs[count].append(stat["max"])
+                            where[count] = stat["cpus"]
+            sweep[kind] = {"c": [max(c_runs[n]) for n in place.counts], "p": [max(p_runs[n]) for n in place.counts],
+                           "c_med": [median(c_runs[n]) for n in place.counts],
+                           "p_med": [median(p_runs[n]) for n in place.counts],
+                           "c_all": [c_runs[n] for n in place.counts], "p_all": [p_runs[n] for n in place.counts]}
             if variants:
                 unbound = c_run(exe, "sweep", kind, total, counts, REPEATS, RUN_MS, bound=False)["runs"]
                 sweep[kind]["c_unbound"] = [r["gbs"]["max"] for r in unbound]
@@ -119,7 +128,7 @@ def report(host: dict, place: Any, lat: list, sweep: dict, where: dict, pool: di
     cpu = (host.get("cpu") or {}).get("model")
     print(f"host: {cpu}, {len(usable_cpus(host))} usable CPUs, {len(place.cpus)} physical cores used; "
           f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, {seconds:.0f} s; {ROUNDS} alternating "
-          f"rounds (C, then perfprobe), each {REPEATS} timed runs; best run of each side judged")
+          f"rounds (C and perfprobe back to back per point, order swapped each round), each {REPEATS} timed runs; best run of each side judged")
     print(f"numba threading layer: {pool.get('layer')}; placement: {pool.get('how')}")
     for n in place.counts:
         print(f"  {n} threads: CPUs {place.sweep_cpus(n)} (ran on {where.get(n)})")
@@ -149,5 +158,10 @@ def report(host: dict, place: Any, lat: list, sweep: dict, where: dict, pool: di
             if extra:
                 row += f" {s['c_unbound'][i]:.1f} | {s['p_old'][i]:.1f} |"
             print(row)
+    print("\nevery round, GB/s (C | perfprobe), in the order run:")
+    for kind, s in sweep.items():
+        for i, n in enumerate(place.counts):
+            print(f"  {kind} {n:>3}: " + " ".join(f"{v:.1f}" for v in s["c_all"][i]) + " | "
+                  + " ".join(f"{v:.1f}" for v in s["p_all"][i]))
     print(f"{missed} target(s) missed" if missed else "all targets met")
     return 1 if missed else 0
