@@ -3,15 +3,18 @@
 Builds bench/branch_ref.c with the system cc (-O1 -fno-if-conversion -fno-if-conversion2
 -fno-tree-vectorize, so the branch stays a conditional jump — checked on gcc's own assembly with
 the probe's checker; the branch-free loop's cmov is inline asm; loops and jump-only targets
-aligned to 16 bytes as LLVM aligns loop headers), prints both sides' inner loops, instruction by
+aligned to 16 bytes as LLVM aligns loop headers; -march=native, as numba compiles for the host CPU,
+so gcc counts with `inc` as LLVM does), prints both sides' inner loops, instruction by
 instruction, writes the probe's data (128 Ki int32 values, sorted and shuffled), then
-alternates C runs and perfprobe's numba kernels, REPEATS times. Targets: ns per element within
+alternates C runs and perfprobe's numba kernels, REPEATS times, both pinned to the same CPU (a
+fresh C process could land on the other vCPU from the warm Python one). Targets: ns per element within
 ±10% of C's; mispredict cycles and the branch-free speed-up within ±15%.
 Exit 0 when met (or when this host cannot run it: no cc), 1 when missed.
 """
 
 from __future__ import annotations
 
+import os
 import statistics
 import subprocess
 import sys
@@ -24,7 +27,7 @@ ROOT = Path(__file__).resolve().parent.parent
 SOURCE, BUILD = ROOT / "bench" / "branch_ref.c", ROOT / "bench" / "build"
 BINARY, DATA = BUILD / "branch_ref", BUILD / "branch_data.bin"
 FLAGS = ["-O1", "-fno-if-conversion", "-fno-if-conversion2", "-fno-tree-vectorize",
-         "-falign-loops=16", "-falign-jumps=16"]
+         "-falign-loops=16", "-falign-jumps=16", "-march=native"]
 REPEATS, PASSES, CLOCK_ITERS = 7, 20, 200_000
 NS_TARGET, RATIO_TARGET = 0.10, 0.15
 CASES = ("sorted", "shuffled", "branch_free_sorted", "branch_free_shuffled")
@@ -87,6 +90,8 @@ def derived(m: dict[str, float]) -> dict[str, float]:
 def main() -> int:
     if not build():
         return 0
+    cpu = max(os.sched_getaffinity(0))
+    os.sched_setaffinity(0, {cpu})  # both sides on one CPU: the C child inherits the mask
     from perfprobe.kernels import branch_kernels as kernels
 
     shuffled = np.random.default_rng(15).integers(0, 256, 1 << 17).astype(np.int32)
@@ -103,7 +108,7 @@ def main() -> int:
     print(f"C: branch kept, branch-free a cmov (gcc -S, checked like the probe's kernels): {shapes}; "
           f"perfprobe's: {check['branch_in_code'] and check['branch_free_cmov'] and not check['branch_free_has_branch']}")
     print_shapes(check)
-    print(f"median of {REPEATS} interleaved runs, {PASSES} passes over 128 Ki values each")
+    print(f"median of {REPEATS} interleaved runs, {PASSES} passes over 128 Ki values each, both on CPU {cpu}")
     print(f"{'figure':24} {'C':>9} {'perfprobe':>9} {'Δ':>7}  ok")
     ok = shapes
     rows = [(k, c[k], p[k], NS_TARGET) for k in (*CASES, "clock_ghz")]

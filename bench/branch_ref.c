@@ -10,7 +10,8 @@
  * (the flags above stop gcc's own cmov; its mask arithmetic `v & ~((v - t) >> 63)` was 9 fused
  * uops a step against LLVM's 7, 2.3 against 1.76 cycles in llvm-mca's sapphirerapids model, and
  * read 14-15% slower than the kernel on the Xeon). Loops and jump-only targets aligned to 16 bytes
- * (-falign-loops/-falign-jumps), as LLVM aligns loop headers. The core clock: a chain of 64
+ * (-falign-loops/-falign-jumps), as LLVM aligns loop headers; -march=native, as numba targets the
+ * host CPU. The core clock: a chain of 64
  * dependent `add reg, reg` per iteration (one per cycle). Timing: clock_gettime(CLOCK_MONOTONIC).
  *
  * usage: branch_ref DATAFILE N REPS CLOCK_ITERS
