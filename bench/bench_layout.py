@@ -63,22 +63,21 @@ def pp_page(k, buf: np.ndarray, w: int, split: bool, settings) -> tuple[float, f
     return point["throughput_ns"]["median"], point["latency_ns"]["median"]
 
 
-def pp_records(k, nbytes: int, fields: int, flush: np.ndarray | None, reps: int) -> tuple[float, float]:
-    n = nbytes // 8 // fields // 64 * 64
-    buf = np.ones(n * fields, dtype=np.int64)
-    out = []
-    for view, kernel in ((buf.reshape(n, fields), k.aos_sum), (buf.reshape(fields, n), k.soa_sum)):
-        kernel(view, 0, 1)
-        total = 0.0
-        for _ in range(reps):
-            if flush is not None:
-                k.flush(flush)
-            total += kernel(view, 0, 1)[0]
-        out.append(total / (reps * n))
+def pp_records(k, buf: np.ndarray, nbytes: int, fields: int, dram: bool, flush: np.ndarray | None, settings) -> tuple[float, float]:
+    """The probe's own measure._record_point (one field summed) on a view of its kind of buffer."""
+    from perfprobe.probes.layout.measure import _record_point
+    from perfprobe.probes.layout.plan import records
+
+    n = records(nbytes, fields)
+    views = {"aos": buf[:n * fields].reshape(n, fields), "soa": buf[:n * fields].reshape(fields, n)}
+    level = "dram" if dram else "l1"   # _record_point tells only DRAM from the rest
+    out = [_record_point(k, level, fields, n, lay, "sum", views[lay], settings, flush)["ns_per_record"]["median"]
+           for lay in ("aos", "soa")]
     return out[0], out[1]
 
 
-def main() -> int:
+def main(only: tuple[str, ...] = ("",)) -> int:
+    """Every point, or those whose name starts with one of `only` (e.g. `records.k16`, `page.32B`)."""
     from perfprobe.host import read_host_facts
     from perfprobe.kernels import layout_kernels as k
     from perfprobe.probes.layout import plan
@@ -89,7 +88,11 @@ def main() -> int:
     host = read_host_facts(None)
     l1, l2, llc = plan.cache_bytes(host, 1) // 2, plan.cache_bytes(host, 2) // 2, plan.last_level_bytes(host)
     dram, flush_bytes = max(4 * llc, 64 << 20), plan.flush_bytes(host)
-    flush = np.ones(flush_bytes // 8, dtype=np.int64)
+    # DRAM passes follow an eviction of the set (clflushopt) on both sides, as the probe's; a
+    # 1.5 x LLC read only where the CPU has no clflushopt (the probe's fallback).
+    flush = None if k.CAN_EVICT else np.ones(flush_bytes // 8, dtype=np.int64)
+    c_flush = 0 if k.CAN_EVICT else flush_bytes
+    record_buf = k.record_buffer(dram)
     line_buf, page_buf = k.aligned_bytes((LINES + 2) * 64 + 4096), k.aligned_bytes(plan.page_buffer_bytes())
     split_args = (LINES, st.loads // LINES, st.chain_steps, st.repeats)
     page_reps = st.loads // plan.PAGE_SPLITS
@@ -101,11 +104,17 @@ def main() -> int:
             at = plan.page_positions(w, split)[0] - plan.PAGE_BYTES   # the C adds one page
             points[f"page.{w}B.{name}"] = (("page", w, at, page_reps, st.chain_steps, st.repeats),
                                            lambda w=w, sp=split: pp_page(k, page_buf, w, sp, st))
-    for name, size, fl in (("l1", l1, None), ("l2", l2, None), ("dram", dram, flush)):
-        reps = 1 if fl is not None else 200
+    for name, size in (("l1", l1), ("l2", l2), ("dram", dram)):
+        is_dram = name == "dram"
         for fields in (8, 16):
-            points[f"records.k{fields}.{name}"] = (("records", size, fields, flush_bytes if fl is not None else 0, reps),
-                                                   lambda s=size, f=fields, fl=fl, r=reps: pp_records(k, s, f, fl, r))
+            c_args = ("records", size, fields, int(is_dram), st.run_ms, st.dram_repeats if is_dram else st.repeats, c_flush)
+            points[f"records.k{fields}.{name}"] = (
+                c_args, lambda s=size, f=fields, d=is_dram: pp_records(k, record_buf, s, f, d, flush, st))
+    wanted = [p for p in points if any(p.startswith(f) for f in only)]
+    if not wanted:
+        print(f"no point matches {only}; points: {', '.join(points)}")
+        return 2
+    points = {p: points[p] for p in wanted}
     samples: dict = {p: {"c": [], "pp": []} for p in points}
     for _ in range(REPEATS):
         for p, (args, run) in points.items():
@@ -128,6 +137,8 @@ def report(med: dict) -> bool:
             rows.append((f"{p} soa speed-up", m["c"][0] / m["c"][1], m["pp"][0] / m["pp"][1], RATIO_TARGET))
     for w in (8, 32):
         for kind, base in (("line", "split"), ("split", "page")):
+            if f"{base}.{w}B.aligned" not in med or f"{base}.{w}B.{kind}" not in med:
+                continue
             a, s = med[f"{base}.{w}B.aligned"], med[f"{base}.{w}B.{kind}"]
             for i, what in ((0, "throughput"), (1, "latency")):
                 rows.append((f"{base} penalty {w}B {what}", s["c"][i] / a["c"][i], s["pp"][i] / a["pp"][i], RATIO_TARGET))
@@ -140,4 +151,4 @@ def report(med: dict) -> bool:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(main(tuple(sys.argv[1:]) or ("",)))

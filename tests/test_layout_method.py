@@ -61,3 +61,28 @@ def test_the_c_latency_step_keeps_the_full_width_load():
         assert body.count(load) == 1
     assert body.count("vmovdqu (%1,%2), %0") == 2
     assert body.count(': "S"(base), "D"(o)') == 4
+
+
+def _c_template(width: int) -> list[str]:
+    line = next(x for x in C_SOURCE.splitlines() if x.startswith(f"#define TP_ASM_{width} "))
+    literal = line.split(" ", 2)[2].strip().strip('"')
+    return literal.replace("%%", "%").split("\\n\\t")
+
+
+@pytest.mark.parametrize("width", (4, 8, 16, 32))
+def test_the_c_throughput_loop_is_the_kernels_own_asm(width):
+    """Both sides run the one pinned loop (registers, alignment, loop counters): when the compilers
+    chose their own, the aligned page-test loads differed by 20-25%."""
+    from perfprobe.kernels.layout_kernels import throughput_asm
+
+    assert _c_template(width) == throughput_asm(width)
+
+
+def test_the_c_records_time_a_point_as_the_probe_does():
+    """Passes inside one timed call (no clock per 100 ns pass), the set evicted by clflushopt before a
+    DRAM pass, buffers from a 2 MiB boundary, and the bench runs the probe's own _record_point."""
+    point = C_SOURCE[C_SOURCE.index("static double record_point("):]
+    point = point[:point.index("\n}\n")]
+    assert "evict(a, n * k * 8)" in point and "passes(" in point and "median(t, repeats)" in point
+    assert "MADV_HUGEPAGE" in C_SOURCE and "vec_t a0 = {t}" in C_SOURCE
+    assert "_record_point(k, level, fields, n, lay" in BENCH and "k.record_buffer(" in BENCH

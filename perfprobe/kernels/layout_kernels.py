@@ -20,13 +20,16 @@ Only numbers come out of here; every kernel times itself inside compiled code (`
 # mypy: disable-error-code="call-arg,var-annotated"
 from __future__ import annotations
 
+import mmap
+import re
+
 import numpy as np
 from llvmlite import binding as llvm_binding
 from llvmlite import ir
 from numba import literally, njit, types
 from numba.extending import intrinsic
 
-from perfprobe.kernels.compiled import asm_text, loop_vector_bytes, now_ns
+from perfprobe.kernels.compiled import asm_text, innermost_loops, loop_vector_bytes, now_ns
 
 WIDTHS = (4, 8, 16, 32)
 _I64 = ir.IntType(64)
@@ -54,6 +57,45 @@ def _load_sink(typingctx, addr, width):
     return types.none(types.int64, width), codegen
 
 
+# Inline asm in a kernel needs LLVM's x86 asm parser (numba initialises only the printer).
+llvm_binding.initialize_native_asmparser()
+
+_TP_LOADS = {4: "movl {a}, %eax", 8: "movq {a}, %rax", 16: "vmovdqu {a}, %xmm0", 32: "vmovdqu {a}, %ymm0"}
+
+
+def throughput_asm(width: int) -> list[str]:
+    """The timed throughput loop, instruction for instruction; bench/layout_ref.c's tp() holds the
+    same lines (tests/test_layout_method.py compares them). Registers are fixed: r8 base, rcx stride,
+    rbx 3 x stride, rdi 4 x stride, r9 loop count (count/4), r10 reps; rsi, rdx and the destination
+    are scratch. Fixed registers and a 64-byte-aligned loop give both compilers the same bytes: left
+    to themselves LLVM and gcc chose different loop counters and compare-and-branch forms, and with
+    4 loads per pass of a page test the loop overhead was 20-25% of an aligned load's time."""
+    load = _TP_LOADS[width]
+    addresses = ("(%rsi)", "(%rsi,%rcx)", "(%rsi,%rcx,2)", "(%rsi,%rbx)")
+    return [".p2align 6", "1:", "mov %r9, %rdx", "mov %r8, %rsi", "2:", *(load.format(a=a) for a in addresses),
+            "add %rdi, %rsi", "dec %rdx", "jnz 2b", "dec %r10", "jnz 1b", *(["vzeroupper"] if width >= 16 else [])]
+
+
+@intrinsic
+def _load_loop(typingctx, base, stride, groups, reps, width):
+    """reps passes of `groups` x 4 loads of `width` bytes at base + j*stride: throughput_asm's loop."""
+    w = _width(width)
+    if w is None:
+        return None
+
+    def codegen(context, builder, sig, args):
+        base_, stride_, groups_, reps_ = args[:4]
+        three = builder.mul(stride_, ir.Constant(_I64, 3))
+        four = builder.mul(stride_, ir.Constant(_I64, 4))
+        constraints = ("={r10},{r8},{rcx},{rbx},{rdi},{r9},0,~{rax},~{rdx},~{rsi},~{xmm0},~{memory},"
+                       "~{dirflag},~{fpsr},~{flags}")
+        fnty = ir.FunctionType(_I64, [_I64] * 6)
+        builder.asm(fnty, "\n\t".join(throughput_asm(w)), constraints,
+                    [base_, stride_, three, four, groups_, reps_], True)
+        return context.get_dummy_value()
+    return types.none(types.int64, types.int64, types.int64, types.int64, width), codegen
+
+
 @intrinsic
 def _load_next(typingctx, addr, width):
     """Unaligned load of `width` bytes at `addr`; its low 32 bits, zero-extended."""
@@ -78,15 +120,10 @@ def _load_next(typingctx, addr, width):
 @njit(cache=True, nogil=True)
 def _throughput(base: int, stride: int, count: int, reps: int, width: int) -> int:
     literally(width)
+    if reps < 1 or count < 4:
+        return 0
     start = now_ns()
-    for _ in range(reps):
-        a = base
-        for _ in range(count // 4):
-            _load_sink(a, width)
-            _load_sink(a + stride, width)
-            _load_sink(a + 2 * stride, width)
-            _load_sink(a + 3 * stride, width)
-            a += 4 * stride
+    _load_loop(base, stride, count // 4, reps, width)
     return now_ns() - start
 
 
@@ -285,8 +322,63 @@ def aligned_bytes(nbytes: int, align: int = 4096) -> np.ndarray:
     return raw[offset:offset + nbytes]
 
 
+HUGE_PAGE = 2 << 20
+
+
+def record_buffer(nbytes: int) -> np.ndarray:
+    """int64 ones for the record sets: an anonymous mapping advised MADV_HUGEPAGE, used from its
+    first 2 MiB boundary (bench/layout_ref.c's record_buffer does the same).
+
+    numpy's own allocation starts 16 bytes past a page (ones of 128 KiB: 48 bytes off a line), so
+    every zmm load of a SoA row split a line; and whether its first 2 MiB got a huge page depended on
+    where the block fell. Here both are fixed: rows line-aligned, the set on 2 MiB pages where THP
+    allows (madvise or always), 4 KiB pages elsewhere, on both sides alike."""
+    length = -(-max(nbytes, 8) // HUGE_PAGE) * HUGE_PAGE
+    region = mmap.mmap(-1, length + HUGE_PAGE, flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS)
+    raw = np.frombuffer(region, dtype=np.uint8)
+    start = (-raw.ctypes.data) % HUGE_PAGE
+    if hasattr(region, "madvise") and hasattr(mmap, "MADV_HUGEPAGE"):
+        region.madvise(mmap.MADV_HUGEPAGE, start, length)
+    words = raw[start:start + length].view(np.int64)
+    words.fill(1)
+    return words[:nbytes // 8]
+
+
+_MEMORY = re.compile(r"\(([^)]*)\)")
+_REGISTER = re.compile(r"%(\w+)")
+_STEP = re.compile(r"^(?:add|sub|lea)[a-z]*\s+%(\w+),\s*%(\w+)$")
+
+
+def _strided(loop: list[str]) -> bool:
+    """A loop whose loads step by a register (the runtime stride): an address register is advanced
+    by `add %reg, %addr`, or it gathers. A loop that steps its addresses by constants only reads
+    consecutive words: LLVM's unit-stride version, which a record of K >= 2 fields never runs."""
+    addressed = {r for line in loop for m in _MEMORY.finditer(line) for r in _REGISTER.findall(m.group(1))}
+    for line in loop:
+        if "gather" in line.split()[0]:
+            return True
+        m = _STEP.match(line)
+        if m and m.group(2) in addressed:
+            return True
+    return False
+
+
+def strided_vector_bytes(asm: str) -> int:
+    """The widest SIMD register in the innermost loops that step by a runtime stride (0: scalar)."""
+    return max((loop_vector_bytes("\n".join(loop)) for loop in innermost_loops(asm) if _strided(loop)), default=0)
+
+
+# The kernels whose loop runs at a stride of K x 8 bytes (K >= 2): AoS one field, SoA every field.
+STRIDED = ("aos_sum", "aos_update", "soa_all")
+
+
 def vector_bytes(kernel) -> tuple[int, str]:
-    """(widest SIMD register in the compiled kernel's innermost loops, how it was read); the
-    kernel must have run once."""
+    """(widest SIMD register in the loop that runs, how it was read); the kernel must have run once.
+
+    For the strided kernels that is the loop stepping by the stride: LLVM also emits a zmm version
+    of the AoS one-field loops, guarded by a unit stride that K >= 2 fields never have, so the widest
+    register anywhere in the function said "vectorised" of a loop that runs scalar."""
     text, how = asm_text(kernel, kernel.signatures[0])
+    if kernel.py_func.__name__ in STRIDED:
+        return strided_vector_bytes(text), how + "; the loop stepping by the record stride"
     return loop_vector_bytes(text), how

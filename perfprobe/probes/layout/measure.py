@@ -132,8 +132,9 @@ def page_point(kernels: Any, buf: np.ndarray, width: int, split: bool, settings:
 
 
 def _records(ctx: ProbeContext, kernels: Any, plan: list[Any], settings: Settings) -> list[dict[str, Any]]:
-    """ns per record of each (level, K, layout, op); one buffer, viewed as (N, K) or (K, N)."""
-    buf = np.ones(max(lv.bytes for lv in plan) // 8, dtype=np.int64)
+    """ns per record of each (level, K, layout, op); one buffer, viewed as (N, K) or (K, N): on 2 MiB
+    boundaries and pages (kernels.record_buffer; bench/layout_ref.c allocates the same way)."""
+    buf = kernels.record_buffer(max(lv.bytes for lv in plan))
     flush = None if kernels.CAN_EVICT else np.ones(flush_bytes(ctx.host) // 8, dtype=np.int64)
     out = []
     with ctx.progress("layout: records", len(plan) * len(FIELDS)) as task:
