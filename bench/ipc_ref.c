@@ -154,9 +154,11 @@ int main(int argc, char **argv) {
     ctl = (ctl_page *)map; data = map + 4096;
     efd_of[0] = eventfd(0, 0); efd_of[1] = eventfd(0, 0);
     const char *names[] = {"uds", "uds_seqpacket", "pipe", "tcp", "shm_spin", "shm_futex", "shm_eventfd"};
+    const char *only = getenv("IPC_REF_ONLY");   /* one transport (bench_ipc.py times point by point) */
     for (int a = 4; a < argc; a++)
         for (int t = 0; t < 7; t++) {
             if (cpu_p == cpu_c && t == 4) continue;   /* no spinning when both share one CPU */
+            if (only && strcmp(only, names[t])) continue;
             size_t size = (size_t)atol(argv[a]);
             long n = count; if (size >= (64 << 10)) n = count / 10 > 20 ? count / 10 : 20;
             run(names[t], cpu_p, cpu_c, n, size);
