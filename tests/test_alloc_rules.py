@@ -201,5 +201,7 @@ def test_plan_stays_within_the_budget_and_size(budget, cap, quick):
     dram = levels[-1]
     assert 2 * dram.bytes <= max(budget, 2 * plan.PAGE_BYTES) and (cap is None or dram.bytes <= cap)
     assert [lv.name for lv in levels][:2] == ["L1", "L2"]
+    for lv, level in zip(levels[:2], (1, 2)):   # source and destination together fit in half the level
+        assert 2 * lv.bytes <= plan.cache_bytes(host, level) // 2
     size, _ = plan.touch_bytes(settings, MemoryBudget(budget, "test"), cap)
     assert size % plan.HUGE_BYTES == 0 and size <= max(plan.HUGE_BYTES, min(budget, cap or budget))
