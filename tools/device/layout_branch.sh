@@ -7,8 +7,7 @@ set -u
 OUT=${OUT:-/tmp/out}
 mkdir -p "$OUT"
 PY=${PYTHON:-python3}
-export PYTHONPATH=.
-"$PY" -m pip install -q -e . >/dev/null 2>&1 || true
+export PYTHONPATH=. PYTHONUNBUFFERED=1
 export NUMBA_CACHE_DIR="$OUT/numba-cache"   # a cold cache first, so both times are real
 { echo "host: $(grep -m1 'model name' /proc/cpuinfo)"; nproc; uptime; } > "$OUT/host.txt"
 # bash's own `time` (the bare device machine may have no /usr/bin/time)
