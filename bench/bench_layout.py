@@ -3,7 +3,10 @@
 Builds bench/layout_ref.c (cc -O3 -march=native), then alternates C runs and perfprobe's numba
 kernels on the same positions and sizes: 8- and 32-byte loads aligned and line-split (offset 60),
 page-split against page start (throughput and dependent latency), and one field of K = 8 and 16
-records summed as AoS and SoA in L1, L2 and DRAM (flushed before each DRAM run, as the probe does).
+records summed as AoS and SoA in L1, L2 and DRAM: the probe's own measure functions
+(_throughput, _latency, page_point, _record_point) beside the C, which times each point the same way
+(the same loops, buffers, passes, eviction, repeats and medians; docs/probes/layout.md).
+`python bench/bench_layout.py records page.32B` runs only the points whose names start so.
 Targets: ns within ±10% of C's; penalty and speed-up ratios within ±15%.
 Exit 0 when met (or when this host cannot run it: no cc), 1 when missed.
 """
