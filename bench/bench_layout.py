@@ -23,7 +23,8 @@ from c_reference import compile_c
 
 ROOT = Path(__file__).resolve().parent.parent
 SOURCE, BINARY = ROOT / "bench" / "layout_ref.c", ROOT / "bench" / "build" / "layout_ref"
-REPEATS, LINES = 5, 256   # process-level repeats (C and numba interleaved); lines of the split test
+REPEATS = 5   # process-level repeats (C and numba interleaved)
+LINES = 60    # lines of the split test: main() sets it from plan.split_lines, as the probe sweeps
 NS_TARGET, RATIO_TARGET = 0.10, 0.15
 
 sys.path.insert(0, str(ROOT))
@@ -49,13 +50,13 @@ def c_pair(*args: object) -> tuple[float, float]:
 
 def pp_split(k, buf: np.ndarray, w: int, off: int, settings) -> tuple[float, float]:
     """The probe's own measure._throughput/_latency on the C's positions (line i -> i*97 % LINES)."""
-    from perfprobe.probes.layout.measure import _chain, _latency, _throughput
+    from perfprobe.probes.layout.measure import _chain, _latency, _throughput, throughput_reps
 
     positions = (np.arange(LINES) * 97 % LINES) * 64 + off
     first = _chain(buf, positions)
-    reps = max(1, settings.loads // LINES)
+    reps = throughput_reps(k, settings.loads, LINES)
     tp = _throughput(k, buf.ctypes.data + off, 64, LINES, reps, w, settings)
-    return tp["median"], _latency(k, buf.ctypes.data, first, w, settings)["median"]
+    return tp["min"], _latency(k, buf.ctypes.data, first, w, settings)["median"]   # as figures.statistic
 
 
 def pp_page(k, buf: np.ndarray, w: int, split: bool, settings) -> tuple[float, float]:
@@ -63,7 +64,7 @@ def pp_page(k, buf: np.ndarray, w: int, split: bool, settings) -> tuple[float, f
     from perfprobe.probes.layout.measure import page_point
 
     point = page_point(k, buf, w, split, settings)
-    return point["throughput_ns"]["median"], point["latency_ns"]["median"]
+    return point["throughput_ns"]["min"], point["latency_ns"]["median"]   # as figures.statistic
 
 
 def pp_records(k, buf: np.ndarray, nbytes: int, fields: int, dram: bool, flush: np.ndarray | None, settings) -> tuple[float, float]:
@@ -84,11 +85,15 @@ def main(only: tuple[str, ...] = ("",)) -> int:
     from perfprobe.host import read_host_facts
     from perfprobe.kernels import layout_kernels as k
     from perfprobe.probes.layout import plan
+    from perfprobe.probes.layout.measure import throughput_reps
+
+    global LINES
 
     if not build(soa_vector_bytes(k)):
         return 0
     st = plan.FULL
     host = read_host_facts(None)
+    LINES = plan.split_lines(host)
     l1, l2, llc = plan.cache_bytes(host, 1) // 2, plan.cache_bytes(host, 2) // 2, plan.last_level_bytes(host)
     dram, flush_bytes = max(4 * llc, 64 << 20), plan.flush_bytes(host)
     # DRAM passes follow an eviction of the set (clflushopt) on both sides, as the probe's; a
@@ -97,8 +102,8 @@ def main(only: tuple[str, ...] = ("",)) -> int:
     c_flush = 0 if k.CAN_EVICT else flush_bytes
     record_buf = k.record_buffer(dram)
     line_buf, page_buf = k.aligned_bytes((LINES + 2) * 64 + 4096), k.aligned_bytes(plan.page_buffer_bytes())
-    split_args = (LINES, st.loads // LINES, st.chain_steps, st.repeats)
-    page_reps = st.loads // plan.PAGE_SPLITS
+    split_args = (LINES, throughput_reps(k, st.loads, LINES), st.chain_steps, st.repeats)
+    page_reps = throughput_reps(k, st.loads, plan.PAGE_SPLITS)
     points = {}
     for w in (8, 32):
         points[f"split.{w}B.aligned"] = (("split", w, 0, *split_args), lambda w=w: pp_split(k, line_buf, w, 0, st))
@@ -129,7 +134,7 @@ def main(only: tuple[str, ...] = ("",)) -> int:
 
 
 def report(med: dict) -> bool:
-    print(f"median of {REPEATS} interleaved runs (split/page: each a median of 5 repeats after an untimed run, as the probe); "
+    print(f"median of {REPEATS} interleaved runs (split/page: each the best of 5 repeats for throughput, their median for latency, after an untimed run, as the probe); "
           "columns: C, perfprobe, Δ")
     ok = True
     rows = []

@@ -7,12 +7,13 @@ fail when the two methods drift apart again, or when a page position stops strad
 
 from __future__ import annotations
 
+import inspect
 import re
 from pathlib import Path
 
 import pytest
 
-from perfprobe.probes.layout import plan
+from perfprobe.probes.layout import figures, measure, plan
 
 ROOT = Path(__file__).resolve().parent.parent
 C_SOURCE = (ROOT / "bench" / "layout_ref.c").read_text()
@@ -36,14 +37,22 @@ def test_page_aligned_loads_start_distinct_pages(width):
 
 
 def test_the_c_reference_times_as_the_probe_does():
-    """An untimed run, then REPEATS timed runs and their median, for both split and page modes."""
-    timed = C_SOURCE[C_SOURCE.index("static void timed("):]
+    """An untimed run, then REPEATS timed runs back to back: the best for throughput and the median
+    for latency (figures.statistic), for both split and page modes."""
+    timed = C_SOURCE[C_SOURCE.index("static void timed_point("):]
     timed = timed[:timed.index("\n}\n")]
     assert re.search(r"\n\s+tp\(w, .*reps\);\n\s+for \(int i", timed), "no untimed run before the timed ones"
     assert re.search(r"\n\s+lat\(w, .*steps\);\n\s+for \(int i", timed), "no untimed chain before the timed ones"
     assert timed.count("if (page) touch(") == 4   # both pages loaded before every page-mode run, as the probe
-    assert "median(t, repeats)" in timed and "median(l, repeats)" in timed
+    assert "minimum(t, repeats)" in timed and "median(l, repeats)" in timed
     assert C_SOURCE.count("timed(w, buf,") == 2   # split and page
+    assert figures.statistic("throughput") == "min" and figures.statistic("latency") == "median"
+
+
+def test_the_probe_times_a_point_as_the_c_does():
+    """The runs of a throughput point back to back in one compiled call, the untimed first dropped."""
+    source = inspect.getsource(measure._throughput)
+    assert "throughput_runs(" in source and "settings.repeats + 1" in source and "[1:]" in source
 
 
 def test_the_bench_runs_the_probes_own_page_point_with_its_settings():

@@ -74,9 +74,11 @@ def test_busy_host_is_named_not_warned():
 
 def test_split_offsets_and_penalty():
     assert plan.splits_line(57, 8) and not plan.splits_line(56, 8) and plan.splits_line(33, 32)
-    raw = {"split": {"by_width": {"8": [{"offset": o, "throughput_ns": {"median": 2.0 if o > 56 else 1.0},
-                                          "latency_ns": {"median": 1.0}} for o in range(64)]}}}
-    assert figures.line_penalty(raw, 8) == 2.0
+    raw = {"split": {"by_width": {"8": [{"offset": o, "throughput_ns": {"median": 9.0, "min": 2.0 if o > 56 else 1.0},
+                                          "latency_ns": {"median": 3.0 if o > 56 else 1.0, "min": 1.0}}
+                                         for o in range(64)]}}}
+    assert figures.line_penalty(raw, 8) == 2.0                # throughput: each offset's best run
+    assert figures.line_penalty(raw, 8, "latency") == 3.0     # latency: the median
     assert figures.misaligned_penalty(raw, 8) == 1.0
 
 

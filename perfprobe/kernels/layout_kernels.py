@@ -61,17 +61,23 @@ def _load_sink(typingctx, addr, width):
 llvm_binding.initialize_native_asmparser()
 
 _TP_LOADS = {4: "movl {a}, %eax", 8: "movq {a}, %rax", 16: "vmovdqu {a}, %xmm0", 32: "vmovdqu {a}, %ymm0"}
+# Each of a step's 4 addresses is loaded this many times in turn (16 loads a step): with 4 loads a
+# step, the page test's pass was 4 loads and 7 loop instructions, and the H200 Xeon ran it at 2 or
+# 3 cycles by the loop's state (C and numba -22%/+52% apart on identical bytes); 16 loads keep the
+# load ports, not the loop, the bound on both CPUs. Callers divide by count x reps x this.
+LOADS_PER_ADDRESS = 4
 
 
 def throughput_asm(width: int) -> list[str]:
     """The timed throughput loop, instruction for instruction; bench/layout_ref.c's tp() holds the
     same lines (tests/test_layout_method.py compares them). Registers are fixed: r8 base, rcx stride,
-    rbx 3 x stride, rdi 4 x stride, r9 loop count (count/4), r10 reps; rsi, rdx and the destination
+    rbx 3 x stride, rdi 4 x stride, r9 loop count (count/4), r10 reps; each step loads its 4 addresses
+    LOADS_PER_ADDRESS times in turn; rsi, rdx and the destination
     are scratch. Fixed registers and a 64-byte-aligned loop give both compilers the same bytes: left
     to themselves LLVM and gcc chose different loop counters and compare-and-branch forms, and with
     4 loads per pass of a page test the loop overhead was 20-25% of an aligned load's time."""
     load = _TP_LOADS[width]
-    addresses = ("(%rsi)", "(%rsi,%rcx)", "(%rsi,%rcx,2)", "(%rsi,%rbx)")
+    addresses = ("(%rsi)", "(%rsi,%rcx)", "(%rsi,%rcx,2)", "(%rsi,%rbx)") * LOADS_PER_ADDRESS
     return [".p2align 6", "1:", "mov %r9, %rdx", "mov %r8, %rsi", "2:", *(load.format(a=a) for a in addresses),
             "add %rdi, %rsi", "dec %rdx", "jnz 2b", "dec %r10", "jnz 1b", *(["vzeroupper"] if width >= 16 else [])]
 
@@ -175,14 +181,19 @@ def _touch_pages(addr: int, stride: int, count: int, width: int) -> None:
 
 
 @njit(cache=True, nogil=True)
-def page_throughput(addr: int, stride: int, count: int, reps: int, width: int) -> int:
-    """`throughput` right after plain loads in every page the accesses touch, in the same call.
-
-    A page-splitting load on the KVM guest ran at 0.18 or 1.7 ns depending on what ran before it
-    (a syscall between runs was enough): the split load does not seem to refill the L1 DTLB. The
-    plain loads put both pages' translations there first, in C (bench/layout_ref.c) as here."""
-    _touch_pages(addr, stride, count, width)
-    return throughput(addr, stride, count, reps, width)
+def throughput_runs(addr: int, stride: int, count: int, reps: int, width: int, runs: int, page: bool) -> np.ndarray:
+    """ns of each of `runs` back-to-back runs of `throughput` (page: each after an aligned load in
+    every page the accesses touch, which puts both pages' translations in the L1 DTLB: a
+    page-splitting load does not seem to refill it), with nothing between them: bench/layout_ref.c's timed_point runs its repeats
+    so. With the interpreter between runs (measure calling once a run), the Zen 4 guest's page split
+    read ~1 ns per load in most runs where the same loop, repeats back to back, read 0.19 (C and
+    numba alike, one process, one buffer)."""
+    out = np.empty(runs, dtype=np.int64)
+    for i in range(runs):
+        if page:
+            _touch_pages(addr, stride, count, width)
+        out[i] = throughput(addr, stride, count, reps, width)
+    return out
 
 
 @njit(cache=True, nogil=True)

@@ -68,15 +68,22 @@ def _time(samples: int, run: Any) -> dict[str, float]:
 
 def _throughput(kernels: Any, addr: int, stride: int, count: int, reps: int, width: int,
                 settings: Settings, page: bool = False) -> dict[str, float]:
-    """ns per load of `count` loads at addr + j*stride, after one untimed run of the same length
-    (page: each run in the kernel that first loads from every page touched, see page_throughput).
+    """ns per load of `count` loads at addr + j*stride: `repeats` timed runs after one untimed run of
+    the same length, back to back in one compiled call (page: each run after plain loads from every
+    page touched, see kernels.throughput_runs).
 
     bench/layout_ref.c does the same (an untimed run, then `repeats` timed, the median): a single
     short run straight after the pages were written read a page split 10x cheaper than the steady
     state on the KVM guest, which is how C and the probe once disagreed."""
-    kernel = kernels.page_throughput if page else kernels.throughput
-    kernel(addr, stride, count, reps, width)
-    return _time(settings.repeats, lambda: kernel(addr, stride, count, reps, width) / (count * reps))
+    loads = count * reps * kernels.LOADS_PER_ADDRESS
+    ns = kernels.throughput_runs(addr, stride, count, reps, width, settings.repeats + 1, page)[1:]
+    return summarize([float(t) / loads for t in ns])
+
+
+def throughput_reps(kernels: Any, loads: int, count: int) -> int:
+    """Passes over `count` addresses that make about `loads` loads (each address is loaded
+    kernels.LOADS_PER_ADDRESS times a pass); bench/bench_layout.py gives the C the same."""
+    return max(1, loads // (count * kernels.LOADS_PER_ADDRESS))
 
 
 def _latency(kernels: Any, base: int, first: int, width: int, settings: Settings,
@@ -97,7 +104,7 @@ def _latency(kernels: Any, base: int, first: int, width: int, settings: Settings
 def _line_sweep(ctx: ProbeContext, kernels: Any, lines: int, settings: Settings) -> dict[str, Any]:
     buf = kernels.aligned_bytes((lines + 1) * LINE_BYTES)
     base = buf.ctypes.data
-    reps = max(1, settings.loads // lines)
+    reps = throughput_reps(kernels, settings.loads, lines)
     order = np.random.default_rng(15).permutation(lines) * LINE_BYTES
     out: dict[str, list[dict[str, Any]]] = {str(w): [] for w in WIDTHS}
     with ctx.progress("layout: offsets", len(OFFSETS)) as task:
@@ -125,7 +132,7 @@ def page_point(kernels: Any, buf: np.ndarray, width: int, split: bool, settings:
     positions = np.array(page_positions(width, split))
     first = _chain(buf, positions)
     base = buf.ctypes.data
-    reps = max(1, settings.loads // PAGE_SPLITS)
+    reps = throughput_reps(kernels, settings.loads, PAGE_SPLITS)
     tp = _throughput(kernels, base + first, PAGE_BYTES, PAGE_SPLITS, reps, width, settings, page=True)
     lat = _latency(kernels, base, first, width, settings, pages=(PAGE_BYTES, PAGE_SPLITS))
     return {"offset_in_page": first % PAGE_BYTES, "throughput_ns": tp, "latency_ns": lat}
