@@ -13,6 +13,7 @@ Exit 0 when met (or when this host cannot run it: no cc), 1 when missed.
 
 from __future__ import annotations
 
+import os
 import statistics
 import subprocess
 import sys
@@ -91,6 +92,11 @@ def main(only: tuple[str, ...] = ("",)) -> int:
 
     if not build(soa_vector_bytes(k)):
         return 0
+    # Both sides on one CPU (each C child inherits the mask), as bench_branch.py: unpinned, a fresh C
+    # process could start on a vCPU that had been idle, and on the H200 Xeon its L1/L2 AoS records
+    # read 10-18% slower than the probe's warm process in every run.
+    cpu = max(os.sched_getaffinity(0))
+    os.sched_setaffinity(0, {cpu})
     st = plan.FULL
     host = read_host_facts(None)
     LINES = plan.split_lines(host)
@@ -134,7 +140,7 @@ def main(only: tuple[str, ...] = ("",)) -> int:
 
 
 def report(med: dict) -> bool:
-    print(f"median of {REPEATS} interleaved runs (split/page: each the best of 5 repeats for throughput, their median for latency, after an untimed run, as the probe); "
+    print(f"both on CPU {max(os.sched_getaffinity(0))}; median of {REPEATS} interleaved runs (split/page: each the best of 5 repeats for throughput, their median for latency, after an untimed run, as the probe); "
           "columns: C, perfprobe, Δ")
     ok = True
     rows = []
