@@ -7,8 +7,9 @@ aligned to 16 bytes as LLVM aligns loop headers; -march=native, as numba compile
 so gcc counts with `inc` as LLVM does), prints both sides' inner loops, instruction by
 instruction, writes the probe's data (128 Ki int32 values, sorted and shuffled), then
 alternates C runs and perfprobe's numba kernels, REPEATS times, both pinned to the same CPU (a
-fresh C process could land on the other vCPU from the warm Python one). Targets: ns per element within
-±10% of C's; mispredict cycles and the branch-free speed-up within ±15%.
+fresh C process could land on the other vCPU from the warm Python one). Targets, each side's best run
+(c_reference.best_of): ns per element within ±10% of C's; mispredict cycles and the branch-free
+speed-up within ±15%; the medians' Δ is printed beside.
 Exit 0 when met (or when this host cannot run it: no cc), 1 when missed.
 """
 
