@@ -21,7 +21,13 @@ DATA = Path(__file__).resolve().parent / "data"
 RECORDED = sorted(DATA.glob("alloc_*.json"))
 # Busy: the 2-core guest shared with other jobs; the H200 run judged "not together" by an earlier,
 # stricter criterion (threads ending apart), since replaced by start skew (measure.START_SKEW).
-BUSY = [p for p in RECORDED if "busy" in p.name or "h200" in p.name]
+BUSY = [p for p in RECORDED if "busy" in p.name or p.name == "alloc_h200_16c_full.json"]
+
+
+def test_recorded_quiet_h200_run_passes():
+    """The H200 Xeon (16 vCPUs), 2026-12-01 10:39 UTC, after the pool and memcpy-size fixes."""
+    raw, host = recorded("alloc_h200xeon_quiet_full.json")
+    assert _verdicts(raw, host) == {Verdict.PASS}
 
 
 def recorded(name: str = "alloc_kvm2c_busy_full.json") -> tuple[dict[str, Any], dict[str, Any]]:
