@@ -22,10 +22,11 @@ ALIGN_ADVICE = ("align buffers to their access width, or to 64 B for SIMD (`alig
 SOA_ADVICE = ("store hot fields as separate arrays (structure of arrays: one numpy array per field, "
               "not one structured array) when a loop reads a few of many fields")
 
-# Always a pass: the throughput of a page-splitting load switched between two states (0.18 and 1.7
-# ns on the KVM guest, in C too) with what ran between runs, even with both pages loaded first.
-PAGE_CAVEAT = (" (throughput median of repeats, each right after plain loads in both pages; it can "
-               "switch between a fast and a slow state between runs, so read it as a range, not a verdict)")
+# Always a pass: a page-splitting load's throughput depends on what ran before it (on the Zen 4 KVM
+# guest 0.19 ns back to back, ~1 ns with the interpreter between runs, in C as in numba), so the
+# figure is the best of back-to-back runs and the finding says what other code can do to it.
+PAGE_CAVEAT = (" (throughput: the best of back-to-back runs, each right after plain loads in both pages; "
+               "with other work between page-splitting loads they can cost several times this)")
 
 Rule = Callable[[Raw, Facts], list[Finding]]
 
