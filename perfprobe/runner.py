@@ -135,9 +135,8 @@ def _confirmed(probe: Probe, ctx: ProbeContext, raw: dict[str, Any], first: Asse
 def _remeasure(probe: Probe, ctx: ProbeContext, raw: Mapping[str, Any],
                keys: tuple[str, ...]) -> dict[str, Any] | None:
     """The probe's measure module's `remeasure(ctx, raw, keys)`, None when it has none or it fails."""
-    if not isinstance(probe.measure_module, str):
-        return None
-    remeasure = getattr(importlib.import_module(probe.measure_module), "remeasure", None)
+    module_name = probe.measure_module.partition(":")[0]  # "module:function" names the measure only
+    remeasure = getattr(importlib.import_module(module_name), "remeasure", None)
     if remeasure is None:
         return None
     try:

@@ -69,12 +69,13 @@ def judge(raw: Mapping[str, Any], host: Mapping[str, Any]) -> Assessment:
                                                                  figure=line),))
 
 
-def _run(monkeypatch: Any, second: int, replayed: Mapping[str, Any] | None = None) -> tuple[Any, Any, FakeMeasure]:
+def _run(monkeypatch: Any, second: int, replayed: Mapping[str, Any] | None = None,
+         measure_module: str = "fake_confirm_measure") -> tuple[Any, Any, FakeMeasure]:
     fake = FakeMeasure(second)
     module = types.ModuleType("fake_confirm_measure")
     module.remeasure = fake.remeasure  # type: ignore[attr-defined]
     monkeypatch.setitem(sys.modules, "fake_confirm_measure", module)
-    probe = Probe(name="fake", title="fake", judge=judge, measure_module="fake_confirm_measure")
+    probe = Probe(name="fake", title="fake", judge=judge, measure_module=measure_module)
     monkeypatch.setattr(runner, "_measure", lambda p, c: {"line": 512})
     ctx = ProbeContext(config=RunConfig(), host={}, progress=null_progress)
     result, raw = runner.run_one(probe, ctx, None, replayed)
@@ -91,6 +92,12 @@ def test_the_runner_issues_a_warn_only_when_the_remeasurement_agrees(monkeypatch
     schema = load_schema()
     jsonschema.validate(written, {**schema["$defs"]["result"], "$defs": schema["$defs"]})  # optional field
     assert written["findings"][0]["confirmation"]["second"]["figure"] == 64
+
+
+def test_remeasure_is_found_when_measure_module_names_a_function(monkeypatch: Any) -> None:
+    result, raw, fake = _run(monkeypatch, second=64, measure_module="fake_confirm_measure:measure")
+    assert fake.asked == [LINE] and raw[confirm.SECOND_RAW] == {"line": 64}
+    assert result.verdict is Verdict.PASS and result.findings[0].message.startswith("not confirmed")
 
 
 def test_a_replay_judges_the_recorded_remeasurement_and_measures_nothing(monkeypatch: Any) -> None:
