@@ -2,7 +2,8 @@
 
 The theoretical DRAM peak is NVML's maximum memory clock x the bus width x 2 transfers per clock
 (HBM and GDDR are both double data rate as NVML reports their clock): an H200 reads 3201 MHz and
-6144 bits, 3201e6 x 2 x 6144 / 8 = 4917 GB/s (its datasheet says 4.8 TB/s). CUDA's own attributes
+6016 bits (tests/data/gpumem_h200.json), 3201e6 x 2 x 6016 / 8 = 4814 GB/s (its datasheet says
+4.8 TB/s). CUDA's own attributes
 are the fallback when NVML cannot say.
 """
 
