@@ -27,6 +27,8 @@ class Verdict(str, Enum):
 
 
 _SEVERITY = {Verdict.PASS: 0, Verdict.SKIP: 1, Verdict.WARN: 2, Verdict.ERROR: 3}
+SCHEMA_VERSION = 1
+"""The report JSON's schema version (perfprobe/schema/report.schema.json): written and read back."""
 
 
 def worst(verdicts: Sequence[Verdict], default: Verdict = Verdict.PASS) -> Verdict:
@@ -133,7 +135,7 @@ class Report:
     host: Mapping[str, Any]
     results: tuple[ProbeResult, ...]
     duration_s: float = 0.0
-    schema_version: int = 1
+    schema_version: int = SCHEMA_VERSION
 
     @property
     def verdict(self) -> Verdict:

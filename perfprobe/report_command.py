@@ -14,9 +14,7 @@ from typing import Annotated, Any, List, Mapping, Optional, Sequence
 import typer
 
 from perfprobe.config import RunConfig, UsageError
-from perfprobe.model import Curve, Finding, Metric, ProbeResult, Report, Table, Verdict
-
-SCHEMA_VERSION = 1
+from perfprobe.model import SCHEMA_VERSION, Curve, Finding, Metric, ProbeResult, Report, Table, Verdict
 
 
 def report(paths: Annotated[List[Path], typer.Argument(

@@ -12,8 +12,8 @@ from pathlib import Path
 from typing import Any, Iterable, Mapping
 
 from perfprobe.config import UsageError
+from perfprobe.model import SCHEMA_VERSION
 
-SCHEMA_VERSION = 1
 REPORT_SUFFIXES = (".json", ".jsonl", ".ndjson")
 
 
