@@ -11,10 +11,11 @@ figure is the transport's cost, never the interpreter's:
   loads and stores (seq_cst), so the compiler can neither hoist a load out of a spin loop nor
   reorder the data copy around the publish, on x86 and Arm alike.
 
-Every kernel takes a deadline (CLOCK_MONOTONIC ns) or relies on a socket timeout, and every wait
-re-reads the shared abort word, so no wait outlasts a dead peer: a kernel returns an error code
-(an errno, EOF, TIMEOUT or ABORTED), never hangs. A signal (Ctrl-C) interrupts a blocking system
-call with EINTR, returned as such, so Python raises KeyboardInterrupt as soon as the kernel returns.
+Every kernel takes a deadline (CLOCK_MONOTONIC ns, the clock of Python's time.monotonic_ns()) or
+relies on a socket timeout, and every wait re-reads the shared abort word, so no wait outlasts a dead
+peer: a kernel returns an error code (an errno, EOF, TIMEOUT or ABORTED), never hangs. A signal
+(Ctrl-C) interrupts a blocking system call with EINTR, returned as such, so Python raises
+KeyboardInterrupt as soon as the kernel returns.
 """
 
 # numba intrinsics are called with fewer arguments than they are defined with (numba passes typingctx):
@@ -394,13 +395,3 @@ def ring_sink(ctl: np.ndarray, data: np.ndarray, slots: int, buf: np.ndarray, co
 def scratch_buffer() -> np.ndarray:
     """The 16 bytes a ring kernel reads an eventfd into (word 0) and writes one from (word 1 = 1)."""
     return np.array([0, 1], dtype=np.int64)
-
-
-def clock_ns() -> int:
-    """now_ns() as the kernels read it (for deadlines)."""
-    return int(_clock())
-
-
-@njit(cache=True, nogil=True)
-def _clock() -> int:
-    return now_ns()
