@@ -69,6 +69,16 @@ def test_the_synthetic_slow_gpu_fires_the_slow_gpu_rule() -> None:
     assert result.metrics["dram_fraction_of_peak"].value < rules.DRAM_FRACTION_MIN
 
 
+def test_the_slow_gpu_warn_names_other_processes_but_not_its_own_under_a_pid_namespace() -> None:
+    raw, host = real()
+    slow = scale_dram(raw, 0.5)
+    slow["activity_before"] = {**raw["activity_before"], "processes": [{"pid": 519}, {"pid": 6264}]}
+    assert any("1 other process on it (pid 6264)" in m for m in messages(slow, host, Verdict.WARN) if SLOW in m)
+    # NVML's pids are the host's (own pid not among them): one listed process is this one, not another.
+    slow["activity_before"] = {**raw["activity_before"], "processes": [{"pid": 91234}], "own_listed": False}
+    assert not any("other process" in m for m in messages(slow, host, Verdict.WARN) if SLOW in m)
+
+
 @pytest.mark.parametrize("share, verdict", [(0.69, Verdict.WARN), (0.71, Verdict.PASS)])
 def test_the_threshold_sits_at_70_percent_of_the_peak(share: float, verdict: Verdict) -> None:
     raw, host = real()

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import Callable
 
+from perfprobe.gpu_activity import shared_gpu
 from perfprobe.host.facts import Facts
 from perfprobe.model import Finding, Verdict
 from perfprobe.probes.gpumem import figures as fig
@@ -47,10 +48,9 @@ def _why(raw: Raw, peak: fig.Peak) -> str:
     slowed = fig.slowing_reasons(raw)
     if slowed:
         parts.append(f"clock-event reasons 0x{slowed[1]:x} ({fig.reason_words(slowed[1])})")
-    others = [p for p in ((raw.get("activity_before") or {}).get("processes") or [])
-              if p.get("pid") != (raw.get("activity_before") or {}).get("own_pid")]
-    if others:
-        parts.append(f"{len(others)} other process(es) on the GPU")
+    shared = shared_gpu({"gpu_activity": {"before": raw.get("activity_before")}})
+    if shared:
+        parts.append(f"GPU shared: {shared}")
     return f" ({'; '.join(parts)})" if parts else ""
 
 
