@@ -8,6 +8,7 @@ committed scripts are stale.
 from __future__ import annotations
 
 import sys
+from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -16,13 +17,8 @@ SHELLS = {"bash": "perfprobe.bash", "zsh": "_perfprobe", "fish": "perfprobe.fish
 
 def command_options() -> dict[str, list[tuple[str, str]]]:
     """{subcommand: [(option, help)]} for every visible subcommand and option of the CLI."""
-    import typer
-
-    from perfprobe.cli import app
-
-    root = typer.main.get_group(app)  # the group get_command builds, typed as one
     table: dict[str, list[tuple[str, str]]] = {"": [("--version", "print the version"), ("--help", "show help")]}
-    for name, command in root.commands.items():
+    for name, command in _commands().items():
         options = []
         for param in _params(command):
             if getattr(param, "hidden", False):
@@ -37,16 +33,23 @@ def command_options() -> dict[str, list[tuple[str, str]]]:
 def option_kinds() -> dict[str, dict[str, str]]:
     """{subcommand: {option: "file" | "dir" | "value"}} for every visible option that takes a value:
     what its argument completes to (a FILE metavar or a path: files; DIR: folders; else nothing)."""
-    import typer
-
-    from perfprobe.cli import app
-
     kinds: dict[str, dict[str, str]] = {}
-    for name, command in typer.main.get_group(app).commands.items():
+    for name, command in _commands().items():
         kinds[name] = {opt: _kind(param) for param in _params(command)
                        if not getattr(param, "hidden", False) and not getattr(param, "is_flag", True)
                        for opt in param.opts if opt.startswith("--")}
     return kinds
+
+
+@lru_cache(maxsize=1)
+def _commands() -> dict[str, Any]:
+    """The CLI's subcommands by name, from the click group typer builds (built once: each build
+    walks every command's signature)."""
+    import typer
+
+    from perfprobe.cli import app
+
+    return dict(typer.main.get_group(app).commands)
 
 
 def _params(command: Any) -> list[Any]:
@@ -163,14 +166,8 @@ def write_all(folder: Path) -> list[Path]:
     return written
 
 
-
 def _first_help(name: str) -> str:
-    import typer
-
-    from perfprobe.cli import app
-
-    command = typer.main.get_group(app).commands[name]
-    return _one_line((command.help or "").split(".")[0])
+    return _one_line((_commands()[name].help or "").split(".")[0])
 
 
 def _one_line(text: str) -> str:
