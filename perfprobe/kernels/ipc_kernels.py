@@ -53,42 +53,40 @@ def _extern(builder, name, ret, args, var_arg=False):
     return cgutils.get_or_insert_function(builder.module, ir.FunctionType(ret, args, var_arg=var_arg), name)
 
 
+_FD_CALL = types.int64(types.int64, types.int64, types.int64)
+
+
+def _fd_call(name: str, flags: int | None = None):
+    """The codegen of an intrinsic calling libc `name(fd, (void*)addr, n[, flags])` -> ssize_t."""
+    def codegen(context, builder, sig, args):
+        extra = [] if flags is None else [ir.Constant(_I32, flags)]
+        fn = _extern(builder, name, _I64, [_I32, _PTR, _I64] + [_I32] * len(extra))
+        return builder.call(fn, [builder.trunc(args[0], _I32), builder.inttoptr(args[1], _PTR), args[2]] + extra)
+    return codegen
+
+
 @intrinsic
 def c_read(typingctx, fd, addr, n):
     """read(fd, (void*)addr, n) -> ssize_t."""
-    def codegen(context, builder, sig, args):
-        fn = _extern(builder, "read", _I64, [_I32, _PTR, _I64])
-        return builder.call(fn, [builder.trunc(args[0], _I32), builder.inttoptr(args[1], _PTR), args[2]])
-    return types.int64(types.int64, types.int64, types.int64), codegen
+    return _FD_CALL, _fd_call("read")
 
 
 @intrinsic
 def c_write(typingctx, fd, addr, n):
     """write(fd, (const void*)addr, n) -> ssize_t."""
-    def codegen(context, builder, sig, args):
-        fn = _extern(builder, "write", _I64, [_I32, _PTR, _I64])
-        return builder.call(fn, [builder.trunc(args[0], _I32), builder.inttoptr(args[1], _PTR), args[2]])
-    return types.int64(types.int64, types.int64, types.int64), codegen
+    return _FD_CALL, _fd_call("write")
 
 
 @intrinsic
 def c_send(typingctx, fd, addr, n):
     """send(fd, addr, n, MSG_NOSIGNAL): a closed peer is EPIPE, not SIGPIPE."""
-    def codegen(context, builder, sig, args):
-        fn = _extern(builder, "send", _I64, [_I32, _PTR, _I64, _I32])
-        return builder.call(fn, [builder.trunc(args[0], _I32), builder.inttoptr(args[1], _PTR), args[2],
-                                 ir.Constant(_I32, 0x4000)])
-    return types.int64(types.int64, types.int64, types.int64), codegen
+    return _FD_CALL, _fd_call("send", 0x4000)
 
 
 @intrinsic
 def c_recv(typingctx, fd, addr, n):
     """recv(fd, addr, n, 0)."""
-    def codegen(context, builder, sig, args):
-        fn = _extern(builder, "recv", _I64, [_I32, _PTR, _I64, _I32])
-        return builder.call(fn, [builder.trunc(args[0], _I32), builder.inttoptr(args[1], _PTR), args[2],
-                                 ir.Constant(_I32, 0)])
-    return types.int64(types.int64, types.int64, types.int64), codegen
+    return _FD_CALL, _fd_call("recv", 0)
 
 
 @intrinsic
