@@ -198,8 +198,7 @@ def _event_loops(session: Session, main: Placement, settings: Settings, task: An
             out[name] = {"skipped": f"{name} is not installed"}
             continue
         count = settings.async_messages
-        session.command({"op": "echo", "transport": name, "size": SMALL, "count": count,
-                         "timeout_s": _timeout_s(count, SMALL)}, _timeout_s(count, SMALL) + 5.0)
+        _command(session, "echo", name, SMALL, count)   # the worker's compiled echo on the loop's socket
         try:
             out[name] = eventloop.run_pingpong(factory, session.aio[name][0], SMALL, count,
                                                int(count * settings.warmup_fraction), _timeout_s(count, SMALL))
