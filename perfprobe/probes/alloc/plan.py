@@ -119,10 +119,3 @@ def copy_reps(nbytes: int, gbs_guess: float, run_ms: float) -> int:
 
 def _round(nbytes: int) -> int:
     return max(PAGE_BYTES, nbytes - nbytes % PAGE_BYTES)
-
-
-def size_word(nbytes: int) -> str:
-    for unit, shift in (("GiB", 30), ("MiB", 20), ("KiB", 10)):
-        if nbytes >= 1 << shift and nbytes % (1 << shift) == 0:
-            return f"{nbytes >> shift}{unit[0] if unit != 'KiB' else 'K'}"
-    return f"{nbytes}B"
