@@ -13,6 +13,7 @@ from perfprobe.kernels import streams_kernels as sk
 from perfprobe.kernels import transfer_kernels as tk
 from perfprobe.probe import ProbeContext, ProbeSkipped
 from perfprobe.probes.streams import plan
+from perfprobe.probes.streams.figures import best_config
 from perfprobe.probes.streams.plan import PRESETS, Preset
 
 
@@ -100,8 +101,7 @@ def _pipelines(dev: sk.Device, host: dict[str, Any], elements: int, iters: int, 
             configs.append(_config(dev, host, pinned, elements, chunks, streams, iters,
                                    check=_check_same(host, "out")))
             task.advance()
-    ok = [c for c in configs if c["verified"]] or configs
-    best = min(ok, key=lambda c: c["ms"]["median"])
+    best = best_config({"configs": configs})  # the one rule_overlap judges
     n, k = best["chunks"], best["streams"]
     pageable = (int(host["page_in"].ctypes.data), int(host["page_out"].ctypes.data))
     breakers = {
@@ -205,8 +205,7 @@ def remeasure(ctx: ProbeContext, raw: dict[str, Any], keys: tuple[str, ...]) -> 
                 pinned = (host["pin_in"], host["pin_out"])
                 serial = _config(dev, host, pinned, elements, 1, 1, iters, check=_check_reference(host, iters))
                 host["serial"][:] = host["out"]
-                ok = [c for c in raw["configs"] if c.get("verified")] or raw["configs"]
-                best = min(ok, key=lambda c: c["ms"]["median"])
+                best = best_config(raw)
                 again = _config(dev, host, pinned, elements, best["chunks"], best["streams"], iters,
                                 check=_check_same(host, "out"))
                 out["configs"] = [again if c is best else c for c in raw["configs"]]
