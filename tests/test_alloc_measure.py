@@ -48,8 +48,9 @@ def test_kernels_allocate_pool_and_copy():
     assert k._pairs(system.malloc, system.free, 64, 1000, 0, 0, 0) > 0
     pool = np.zeros(64 * 64, dtype=np.uint8)
     assert k._pairs(0, 0, 64, 1000, 1, pool.ctypes.data, 64) > 0
-    slots = np.zeros(64, dtype=np.int64)
-    assert k._mixed(system.malloc, system.free, slots, 1000, 7, 0, 0) > 0
+    slots, ready = np.zeros(64, dtype=np.int64), np.zeros(1, dtype=np.int64)
+    start, end, _ = k.mixed_worker(ready.ctypes.data, 1, system.malloc, system.free, slots, 1000, 7, 0, 0)
+    assert end - start > 0
     src, dst = np.arange(4096, dtype=np.uint8), np.zeros(4096, dtype=np.uint8)
     k.copy(k.address(osys.libc().memcpy), dst.ctypes.data, src.ctypes.data, 4096, 1)
     assert (dst == src).all()

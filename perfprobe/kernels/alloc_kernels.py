@@ -234,19 +234,6 @@ def _mixed_drain(free: int, slots: np.ndarray, kind: int) -> None:
 
 
 @njit(cache=True, nogil=True)
-def _mixed(malloc: int, free: int, slots: np.ndarray, iters: int, seed: int, kind: int,
-           pool: int) -> int:
-    """Fill, warm up, then `iters` timed ops, then free the working set: ns for the timed ops."""
-    r, head = _mixed_fill(malloc, slots, seed, kind, pool)
-    r, head = _mixed_ops(malloc, free, slots, MIXED_WARMUP * slots.size, r, head, kind)
-    start = now_ns()
-    _mixed_ops(malloc, free, slots, iters, r, head, kind)
-    elapsed = now_ns() - start
-    _mixed_drain(free, slots, kind)
-    return elapsed
-
-
-@njit(cache=True, nogil=True)
 def pairs_worker(ready: int, parties: int, malloc: int, free: int, size: int, iters: int,
                  kind: int, pool: int, block: int) -> tuple:
     """Warm up, meet the others, time the pairs: (start_ns, end_ns, cpu_ns)."""
