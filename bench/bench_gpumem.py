@@ -16,7 +16,6 @@ import json
 import os
 import subprocess
 import sys
-import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -85,14 +84,8 @@ def main() -> int:
     if reason:
         print(f"skipped: {reason}")
         return 0
-    build()
-    out = args.out or Path(tempfile.mkdtemp(prefix="bench_gpumem_"))
-    out.mkdir(parents=True, exist_ok=True)
-    first = run_reference(args.size)
-    raw = cuda_reference.run_perfprobe("gpumem", args.size, out / "gpumem_record.json")
-    second = run_reference(args.size)
-    (out / "gpumem_ref.json").write_text(json.dumps({"first": first, "second": second}, indent=1))
-    lines, ok = compare([first, second], raw)
+    refs, raw = cuda_reference.side_by_side("gpumem", args.size, args.out, run_reference, build)
+    lines, ok = compare(refs, raw)
     target = f"target: perfprobe within {TOLERANCE:.0%} of the reference (mean of 2 runs) on every case"
     print("\n".join([f"gpumem median ms per case, {args.size >> 20} MiB buffers (reference: bench/gpumem_ref.cu, "
                      "same kernel source, nvcc)", *lines, target + (": met" if ok else ": MISSED")]))

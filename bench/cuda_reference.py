@@ -52,11 +52,15 @@ def run_perfprobe(probe: str, size: int, record: Path) -> dict:
     return raws[next(k for k in raws if k.startswith(probe))]
 
 
-def side_by_side(probe: str, size: int, out: Path | None,
-                 run_reference: Callable[[int], Any]) -> tuple[list[Any], dict]:
-    """Build bench/PROBE_ref.cu, then run reference, perfprobe, reference (both see the same GPU
-    state); saves both reference runs and perfprobe's recording in `out` (a temp folder if None)."""
-    build(ROOT / "bench" / f"{probe}_ref.cu", binary_path(probe))
+def side_by_side(probe: str, size: int, out: Path | None, run_reference: Callable[[int], Any],
+                 build_reference: Callable[[], None] | None = None) -> tuple[list[Any], dict]:
+    """Build bench/PROBE_ref.cu (with `build_reference` when given, else nvcc -O2), then run
+    reference, perfprobe, reference (both see the same GPU state); saves both reference runs and
+    perfprobe's recording in `out` (a temp folder if None)."""
+    if build_reference is None:
+        build(ROOT / "bench" / f"{probe}_ref.cu", binary_path(probe))
+    else:
+        build_reference()
     out = out or Path(tempfile.mkdtemp(prefix=f"bench_{probe}_"))
     out.mkdir(parents=True, exist_ok=True)
     first = run_reference(size)
