@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import statistics
-from typing import Sequence
+from typing import Any, Mapping, Sequence
 
 
 def summarize(samples: Sequence[float]) -> dict[str, float]:
@@ -18,6 +18,12 @@ def summarize(samples: Sequence[float]) -> dict[str, float]:
         "iqr": _quantile(ordered, 0.75) - _quantile(ordered, 0.25),
         "repeats": len(ordered),
     }
+
+
+def relative_spread(summary: Mapping[str, Any]) -> float:
+    """(max - min) / median of one `summarize()` result: how far its repeats landed apart."""
+    median = float(summary["median"])
+    return (float(summary["max"]) - float(summary["min"])) / median if median else 0.0
 
 
 def _quantile(ordered: Sequence[float], q: float) -> float:

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any, Mapping, Optional
 
+from perfprobe.stats import relative_spread
+
 MISS_RATE = 0.5          # the miss rate of a branch taken at random half the time
 PREDICTED_WITHIN = 0.25  # a period is "predicted" below sorted + 25% of (shuffled - sorted)
 
@@ -72,16 +74,10 @@ def reported_ghz(raw: Raw) -> tuple[Optional[float], str]:
     return None, "none reported"
 
 
-def spread(stat: Mapping[str, Any]) -> float:
-    """(max - min) / median of one summary."""
-    median = float(stat["median"])
-    return (float(stat["max"]) - float(stat["min"])) / median if median else 0.0
-
-
 def worst_case_spread(raw: Raw) -> float:
     """The widest spread of the clock and the four main cases."""
     stats = [raw["clock"]["ghz"]] + [c["ns_per_element"] for c in raw["cases"].values()]
-    return max(spread(s) for s in stats)
+    return max(relative_spread(s) for s in stats)
 
 
 def branch_in_code(raw: Raw) -> bool:

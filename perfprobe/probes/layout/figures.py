@@ -6,6 +6,7 @@ import statistics
 from typing import Any, Mapping, Optional
 
 from perfprobe.probes.layout.plan import aligned, splits_line
+from perfprobe.stats import relative_spread
 
 Raw = Mapping[str, Any]
 SOA_MATTERS = 1.5        # SoA at least this much faster: the layout decides the loop's speed
@@ -110,14 +111,9 @@ def vector_bytes(raw: Raw, layout: str, op: str) -> Optional[int]:
     return int(entry["vector_bytes"]) if entry else None
 
 
-def spread(stat: Mapping[str, Any]) -> float:
-    median = float(stat["median"])
-    return (float(stat["max"]) - float(stat["min"])) / median if median else 0.0
-
-
 def disturbed_fraction(raw: Raw, limit: float) -> float:
     """Share of record and aligned-load points whose repeats disagree by more than `limit`."""
     stats = [p["ns_per_record"] for p in raw["records"]]
     for w in widths(raw):
         stats += [p["throughput_ns"] for p in raw["split"]["by_width"][str(w)] if aligned(int(p["offset"]), w)]
-    return sum(spread(s) > limit for s in stats) / len(stats) if stats else 0.0
+    return sum(relative_spread(s) > limit for s in stats) / len(stats) if stats else 0.0
