@@ -52,7 +52,7 @@ def test_kernels_allocate_pool_and_copy():
     start, end, _ = k.mixed_worker(ready.ctypes.data, 1, system.malloc, system.free, slots, 1000, 7, 0, 0)
     assert end - start > 0
     src, dst = np.arange(4096, dtype=np.uint8), np.zeros(4096, dtype=np.uint8)
-    k.copy(k.address(osys.libc().memcpy), dst.ctypes.data, src.ctypes.data, 4096, 1)
+    k.copy(osys.address(osys.libc().memcpy), dst.ctypes.data, src.ctypes.data, 4096, 1)
     assert (dst == src).all()
 
 

@@ -6,7 +6,8 @@ Allocators are C functions: `malloc`/`free` of the process (ctypes.CDLL(None)) o
 allocator's shared library (ctypes.CDLL(path)). numba can call a ctypes function object from
 nopython code, but a kernel that does is never cached (the address is a "dynamic global"), and
 `--quick` must not pay a compile each run. So the kernels take the function *addresses* as int64
-arguments and call them through `_call1`/`_call2` (an llvmlite indirect call): the same machine
+arguments (probes/alloc/system.py `address`) and call them through `_call1`/`_call_void1`/`_call3`
+(an llvmlite indirect call): the same machine
 code a C program emits for a call through a function pointer, compiled once and cached.
 
 Workers for the all-CPU runs are Python threads that pin themselves (`os.sched_setaffinity(0,
@@ -19,8 +20,7 @@ own CPU time, so a preempted run can be told apart from a contended one.
 # mypy: disable-error-code="call-arg,var-annotated"
 from __future__ import annotations
 
-import ctypes
-from typing import Any, Callable, Sequence
+from typing import Callable, Sequence
 
 import numpy as np
 from llvmlite import ir
@@ -310,12 +310,7 @@ def move(slots: int, reps: int) -> int:
     return now_ns() - start
 
 
-# --- Python side: function addresses, threads ---
-
-def address(function: Any) -> int:
-    """The address of a ctypes function (what the kernels call through)."""
-    return int(ctypes.cast(function, ctypes.c_void_p).value or 0)
-
+# --- Python side: threads ---
 
 def run_threads(cpus: Sequence[int], work: Callable[[int, int, int], tuple]) -> list[tuple]:
     """Run `work(ready_addr, parties, i)` on one pinned thread per CPU; their (start, end, cpu)."""

@@ -232,7 +232,7 @@ def copy_figures(kernels: Any, levels: list[Any], settings: Settings) -> dict[st
     """memcpy GB/s per level (source and destination touched first), one 64 MiB copy in ms, and
     what handing the buffer over instead costs (ns)."""
     lib = osys.libc()
-    memcpy = kernels.address(lib.memcpy)
+    memcpy = osys.address(lib.memcpy)
     top = max(lv.bytes for lv in levels)
     src, dst = np.ones(top, dtype=np.uint8), np.ones(top, dtype=np.uint8)
     out: dict[str, Any] = {"levels": []}

@@ -46,11 +46,15 @@ def libc() -> ctypes.CDLL:
     return lib
 
 
+def address(function: Any) -> int:
+    """The address of a ctypes function (what the kernels call through)."""
+    return int(ctypes.cast(function, ctypes.c_void_p).value or 0)
+
+
 def _functions(lib: ctypes.CDLL) -> tuple[int, int]:
     lib.malloc.argtypes, lib.malloc.restype = [ctypes.c_size_t], ctypes.c_void_p
     lib.free.argtypes, lib.free.restype = [ctypes.c_void_p], None
-    cast = ctypes.cast
-    return int(cast(lib.malloc, ctypes.c_void_p).value or 0), int(cast(lib.free, ctypes.c_void_p).value or 0)
+    return address(lib.malloc), address(lib.free)
 
 
 def system_allocator() -> Allocator:
