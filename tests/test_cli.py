@@ -9,7 +9,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import fake_probes
-from perfprobe import cli, runner
+from cli_invoke import invoke
+from perfprobe import runner
 
 
 @pytest.fixture(autouse=True)
@@ -20,13 +21,6 @@ def fakes(monkeypatch):
     monkeypatch.setattr(runner, "_apply_binding",
                         lambda config, host: None if config.bind is None else {"node": config.bind})
     return chosen
-
-
-def invoke(argv, capsys):
-    with pytest.raises(SystemExit) as exit_info:
-        cli.main(argv)
-    out, err = capsys.readouterr()
-    return exit_info.value.code, out, err
 
 
 def test_json_goes_alone_on_stdout(capsys):

@@ -8,16 +8,9 @@ import json
 import pytest
 
 import fleet_reports as fr
-from perfprobe import cli
+from cli_invoke import invoke
 from perfprobe.fleet import healthcheck as hc
 from perfprobe.fleet import hostlist, slurm
-
-
-def invoke(argv, capsys):
-    with pytest.raises(SystemExit) as exit_info:
-        cli.main(argv)
-    out, err = capsys.readouterr()
-    return exit_info.value.code, out, err
 
 
 def one_error_line(err):

@@ -11,8 +11,9 @@ import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
 import fake_probes
+from cli_invoke import invoke
 from fleet_reports import DATA
-from perfprobe import cli, runner
+from perfprobe import runner
 from perfprobe.config import RunConfig
 from perfprobe.registry import all_probe_names
 from perfprobe.render import junit, outputs, prom
@@ -74,13 +75,6 @@ def test_junit_one_case_per_probe_and_device(h200_report, tmp_path):
 def fakes(monkeypatch):
     monkeypatch.setattr(runner, "load_probe", lambda name: fake_probes.PROBES["good"])
     monkeypatch.setattr(runner, "_read_host", lambda config: fake_probes.HOST)
-
-
-def invoke(argv, capsys):
-    with pytest.raises(SystemExit) as exit_info:
-        cli.main(argv)
-    out, err = capsys.readouterr()
-    return exit_info.value.code, out, err
 
 
 @pytest.mark.parametrize("option", ["--output", "--record", "--prom", "--junit", "--html"])
