@@ -104,8 +104,8 @@ def rule_usable_cpus(raw: Raw, host: Facts) -> list[Finding]:
 
 MEMLOCK_RAISE = ("Raise it: `ulimit -l unlimited` in this shell (as allowed by the hard limit), or "
                  "'<user> - memlock unlimited' in /etc/security/limits.conf")
-CUDA_UNLIMITED = ("CUDA's pinned memory is not limited by it: as an ordinary user under a 1 MiB limit, "
-                  "cudaHostAlloc and cudaHostRegister of 1 GiB succeeded on the H200 host (driver 580)")
+CUDA_UNLIMITED = ("CUDA's pinned memory (cudaHostAlloc, cudaHostRegister) is not limited by it "
+                  "(docs/probes/host.md says where that was measured)")
 
 
 def rule_memlock(raw: Raw, host: Facts) -> list[Finding]:
