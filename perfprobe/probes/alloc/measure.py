@@ -44,6 +44,7 @@ METHOD = ("numba nopython kernels call malloc/free through their C addresses (ct
 CHILD_TIMEOUT_S = 120
 PREEMPTED_BELOW = 0.9    # a thread that had less of its wall time on a CPU was preempted
 START_SKEW = 0.1         # threads leaving the barrier further apart than this share of a run: not together
+MIXED_SEED = 0x1E3779B97F4A7C15  # thread i's xorshift seed in the mixed pattern is MIXED_SEED + i
 
 
 def measure(ctx: ProbeContext) -> dict[str, Any]:
@@ -133,10 +134,6 @@ def _child(args: dict[str, Any]) -> dict[str, Any]:
                                                      settings.other_sizes)}
 
 
-def _stat(values: Sequence[float]) -> dict[str, float]:
-    return summarize(list(values))
-
-
 def threaded(kernels: Any, cpus: Sequence[int], make: Callable[[int], Callable[[int, int], tuple]],
              iters: int, settings: Settings) -> dict[str, Any]:
     """ns per op per thread, `cpus` threads at once, `settings.repeats` runs; a run in which a
@@ -151,7 +148,7 @@ def threaded(kernels: Any, cpus: Sequence[int], make: Callable[[int], Callable[[
                 break
         samples.append(per_op)
         disturbed += bad
-    return {"ns_per_op": _stat(samples), "disturbed_runs": disturbed, "iterations": iters}
+    return {"ns_per_op": summarize(samples), "disturbed_runs": disturbed, "iterations": iters}
 
 
 def _reading(runs: list[tuple], iters: int) -> tuple[float, bool]:
@@ -184,7 +181,7 @@ def allocator_figures(kernels: Any, a: Any, cpus: Sequence[int], settings: Setti
 
     def mixed(n: int) -> Callable[[int], Callable[[int, int], tuple]]:
         return lambda i: (lambda ready, parties: kernels.mixed_worker(ready, parties, a.malloc, a.free, slots[i],
-                                                                        n, 0x1E3779B97F4A7C15 + i, 0, 0))
+                                                                        n, MIXED_SEED + i, 0, 0))
     iters = _calibrate(kernels, cpus[0], lambda n: mixed(n)(0), 4000, settings, iters_hint)
     out["mixed"] = _both(kernels, cpus, mixed(iters), iters, settings)
     return out
@@ -221,7 +218,7 @@ def pool_figures(kernels: Any, cpus: Sequence[int], settings: Settings,
 
     def mixed(n: int) -> Callable[[int], Callable]:
         return lambda i: (lambda ready, parties: kernels.mixed_worker(ready, parties, 0, 0, slots[i], n,
-                                                                        0x1E3779B97F4A7C15 + i, 1,
+                                                                        MIXED_SEED + i, 1,
                                                                         bufs[i].ctypes.data))
     iters = _calibrate(kernels, cpus[0], lambda n: mixed(n)(0), 20000, settings, iters_hint)
     out["mixed"] = _both(kernels, cpus, mixed(iters), iters, settings)
@@ -243,14 +240,14 @@ def copy_figures(kernels: Any, levels: list[Any], settings: Settings) -> dict[st
         gbs = [lv.bytes * reps / kernels.copy(memcpy, dst.ctypes.data, src.ctypes.data, lv.bytes, reps)
                for _ in range(settings.repeats)]
         out["levels"].append({"name": lv.name, "bytes": lv.bytes, "capped_by": lv.basis, "reps": reps,
-                              "gbs": _stat(gbs)})
+                              "gbs": summarize(gbs)})
     nbytes = tensor_bytes(levels)
     ms = [kernels.copy(memcpy, dst.ctypes.data, src.ctypes.data, nbytes, 1) / 1e6 for _ in range(settings.repeats)]
-    out["tensor"] = {"bytes": nbytes, "ms": _stat(ms)}
+    out["tensor"] = {"bytes": nbytes, "ms": summarize(ms)}
     del src, dst
     slots = np.zeros(16, dtype=np.int64)
     reps = 1 << 20
-    out["move_ns"] = _stat([kernels.move(slots.ctypes.data, reps) / reps for _ in range(settings.repeats)])
+    out["move_ns"] = summarize([kernels.move(slots.ctypes.data, reps) / reps for _ in range(settings.repeats)])
     return out
 
 

@@ -9,6 +9,7 @@ import ctypes
 import ctypes.util
 import os
 import resource
+import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -107,8 +108,6 @@ def find_allocators(extra: tuple[str, ...] = ()) -> list[dict[str, Any]]:
 
 def preloaded_env(path: str) -> dict[str, str]:
     """The environment of a child process that runs with `path` as its malloc (LD_PRELOAD)."""
-    import sys
-
     env = dict(os.environ)
     env["LD_PRELOAD"] = " ".join(filter(None, [path, env.get("LD_PRELOAD", "")]))
     env["PYTHONPATH"] = os.pathsep.join(p for p in sys.path if p)
