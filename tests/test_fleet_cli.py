@@ -184,3 +184,13 @@ def test_a_timing_regression_drains_only_when_the_re_measurement_confirms_it():
              "cache:read_gbs.L1.1t 50 GB/s vs baseline 100 GB/s (-50%)", "falseshare error: measuring failed"]
     second = ["cache:latency_ns.DRAM 175 ns vs baseline 120 ns (+46%)"]
     assert hc.confirmed(first, second) == first[:2] + first[3:]
+
+
+def test_no_color_on_a_terminal_prints_no_escape(monkeypatch, capsys):
+    from perfprobe.fleet import commands
+
+    monkeypatch.setenv("NO_COLOR", "1")
+    monkeypatch.setenv("FORCE_COLOR", "1")  # rich draws as on a terminal
+    commands._print(["[bold red]outlier[/] gpu03"])
+    out = capsys.readouterr().out
+    assert "outlier gpu03" in out and "\x1b" not in out

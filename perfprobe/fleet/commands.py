@@ -179,7 +179,8 @@ def _hostlist(text: str | None) -> list[str]:
 def _print(items: list[Any]) -> None:
     from rich.console import Console
 
-    console = Console(no_color=bool(os.environ.get("NO_COLOR")), highlight=False,
+    # NO_COLOR: no escape at all, as cli.py's console (rich's no_color alone still draws bold)
+    console = Console(color_system=None if os.environ.get("NO_COLOR") else "auto", highlight=False,
                       width=None if sys.stdout.isatty() else 160)
     for item in items:
         console.print(item)
