@@ -62,7 +62,7 @@ def healthcheck(
     base = _baseline(baseline)
     config = RunConfig(quick=True, json=True, output=output, prom=prom, junit=junit)
     outputs.check_writable(outputs.targets(config))
-    report = _last_background(state, names) if detached else _measure(names, config)
+    report = _last_background(state) if detached else _measure(names, config)
     if report is None:
         _say(json_out, {"node": node_name, "healthy": None, "action": "none",
                         "message": f"no finished background run in {state} yet; started one"})
@@ -120,7 +120,8 @@ def _measure(names: list[str], config: RunConfig) -> dict[str, Any]:
     return report_to_dict(report)
 
 
-def _last_background(state: Path, names: list[str]) -> dict[str, Any] | None:
+def _last_background(state: Path) -> dict[str, Any] | None:
+    """The last finished background run (None: none yet), and the next one started (all --quick)."""
     from perfprobe.fleet import detached
 
     last = detached.last_result(state)
