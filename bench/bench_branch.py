@@ -30,9 +30,10 @@ FLAGS = ["-O1", "-fno-if-conversion", "-fno-if-conversion2", "-fno-tree-vectoriz
          "-falign-loops=16", "-falign-jumps=16", "-march=native"]
 REPEATS, PASSES, CLOCK_ITERS = 15, 20, 200_000
 NS_TARGET, RATIO_TARGET = 0.10, 0.15
-CASES = ("sorted", "shuffled", "branch_free_sorted", "branch_free_shuffled")
 
 sys.path.insert(0, str(ROOT))
+from perfprobe.probes.branch.figures import MISS_RATE  # noqa: E402  (the repository root on sys.path first)
+from perfprobe.probes.branch.plan import CASES, FULL  # noqa: E402
 
 
 def build() -> bool:
@@ -65,25 +66,26 @@ def print_shapes(check: dict) -> None:
 
 
 def c_run() -> dict[str, float]:
-    out = subprocess.run([str(BINARY), str(DATA), str(1 << 17), str(PASSES), str(CLOCK_ITERS)],
+    out = subprocess.run([str(BINARY), str(DATA), str(FULL.elements), str(PASSES), str(CLOCK_ITERS)],
                          capture_output=True, text=True, check=True).stdout
     return {k: float(v) for k, v in (line.split() for line in out.splitlines())}
 
 
 def numba_run(kernels, data: dict[str, np.ndarray]) -> dict[str, float]:
+    """The probe's own timed call (measure._timed) on each case, and its clock chain."""
+    from perfprobe.probes.branch.measure import _timed
+
     out = {}
     for case in CASES:
         kernel = kernels.branchy if not case.startswith("branch_free") else kernels.branch_free
-        values = data[case.replace("branch_free_", "")]
-        ns, _ = kernel(values, 128, PASSES)
-        out[case] = ns / (PASSES * values.size)
+        out[case] = _timed(kernel, data[case.replace("branch_free_", "")], PASSES)
     ns, _ = kernels.add_chain(CLOCK_ITERS, 1)
     out["clock_ghz"] = CLOCK_ITERS * kernels.CHAIN / ns
     return out
 
 
 def derived(m: dict[str, float]) -> dict[str, float]:
-    return {"mispredict_cycles": (m["shuffled"] - m["sorted"]) / 0.5 * m["clock_ghz"],
+    return {"mispredict_cycles": (m["shuffled"] - m["sorted"]) / MISS_RATE * m["clock_ghz"],
             "branch_free_speedup": m["shuffled"] / m["branch_free_shuffled"]}
 
 
@@ -93,9 +95,9 @@ def main() -> int:
     cpu = max(os.sched_getaffinity(0))
     os.sched_setaffinity(0, {cpu})  # both sides on one CPU: the C child inherits the mask
     from perfprobe.kernels import branch_kernels as kernels
+    from perfprobe.probes.branch.measure import case_data
 
-    shuffled = np.random.default_rng(15).integers(0, 256, 1 << 17).astype(np.int32)
-    data = {"sorted": np.sort(shuffled), "shuffled": shuffled}
+    data = case_data(np.random.default_rng(15), FULL.elements)   # the probe's values, as measure draws them
     np.concatenate([data["sorted"], data["shuffled"]]).tofile(DATA)
     samples: dict[str, list[dict[str, float]]] = {"c": [], "pp": []}
     for _ in range(REPEATS):

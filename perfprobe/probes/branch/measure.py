@@ -37,15 +37,21 @@ def measure(ctx: ProbeContext) -> dict[str, Any]:
     check = kernels.branch_check()
     clock = _clock(kernels, settings)
     rng = np.random.default_rng(15)
-    shuffled = rng.integers(0, VALUE_RANGE, settings.elements).astype(np.int32)
-    data = {"sorted": np.sort(shuffled), "shuffled": shuffled}
+    data = case_data(rng, settings.elements)
     cases = _cases(ctx, kernels, data, settings)
     sweep = _periods(ctx, kernels, rng, settings, cases)
     return {"method": METHOD, "elements": settings.elements, "threshold": THRESHOLD,
-            "value_range": VALUE_RANGE, "taken_fraction": float(np.mean(shuffled >= THRESHOLD)),
+            "value_range": VALUE_RANGE, "taken_fraction": float(np.mean(data["shuffled"] >= THRESHOLD)),
             "clock": clock, "reported_clock": reported_clock(), "loadavg": list(os.getloadavg()),
             "check": check, "cases": cases, "periods": sweep, "quick": ctx.quick,
             "repeats": settings.repeats}
+
+
+def case_data(rng: np.random.Generator, elements: int) -> dict[str, np.ndarray]:
+    """The main cases' values, uniform in 0..VALUE_RANGE - 1: shuffled, and the same sorted
+    (bench/bench_branch.py writes these for the C reference)."""
+    shuffled = rng.integers(0, VALUE_RANGE, elements).astype(np.int32)
+    return {"sorted": np.sort(shuffled), "shuffled": shuffled}
 
 
 def _clock(kernels: Any, settings: Settings) -> dict[str, Any]:

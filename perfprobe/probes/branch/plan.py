@@ -12,7 +12,6 @@ from perfprobe.config import Presets
 
 THRESHOLD = 128
 VALUE_RANGE = 256
-MISS_RATE = 0.5          # of a branch taken at random half the time, whatever the predictor does
 CASES = ("sorted", "shuffled", "branch_free_sorted", "branch_free_shuffled")
 
 
