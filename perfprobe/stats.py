@@ -3,7 +3,17 @@
 from __future__ import annotations
 
 import statistics
-from typing import Any, Mapping, Sequence
+from typing import Any, Mapping, Sequence, TypedDict
+
+
+class Stat(TypedDict, total=False):
+    """What summarize() returns, as the probes record it in their raw numbers (figures read it)."""
+
+    median: float
+    min: float
+    max: float
+    iqr: float
+    repeats: int
 
 
 def summarize(samples: Sequence[float]) -> dict[str, float]:

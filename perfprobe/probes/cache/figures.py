@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Mapping, Optional, TypedDict, cast
 
+from perfprobe import stats
 from perfprobe.host.facts import CacheFacts, Facts
 from perfprobe.probes.cache.curve import Level, read_fetch_unit, read_levels, read_line
 from perfprobe.probes.cache.plan import cache_size, data_caches, reaches_dram
@@ -20,14 +21,9 @@ KINDS = ("read_gbs", "triad_gbs")
 THREADS = ("1t", "all")
 
 
-class Stat(TypedDict, total=False):
-    """perfprobe.stats.summarize: median of the timed repeats, with spread."""
+class Stat(stats.Stat, total=False):
+    """perfprobe.stats.summarize's median of the timed repeats with spread, and the timing's steps."""
 
-    median: float
-    min: float
-    max: float
-    iqr: float
-    repeats: int
     steps: int
     reps: int
 

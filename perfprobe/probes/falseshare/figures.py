@@ -8,17 +8,10 @@ from __future__ import annotations
 from typing import Any, Mapping, TypedDict, cast
 
 from perfprobe.host.facts import Facts, caches_of
+from perfprobe.stats import Stat
 
 WITHIN = 0.15            # a spacing "does not interfere" when within 15% of the widest
 KINDS = ("atomic", "plain")
-
-
-class Stat(TypedDict):
-    median: float
-    min: float
-    max: float
-    iqr: float
-    repeats: int
 
 
 class CaseRecord(TypedDict, total=False):

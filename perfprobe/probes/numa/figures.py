@@ -10,16 +10,9 @@ from __future__ import annotations
 from typing import Any, Mapping, Optional, TypedDict, cast
 
 from perfprobe.host.facts import Facts, NumaFacts, numa_nodes
+from perfprobe.stats import Stat
 
 Pair = tuple[int, int]
-
-
-class Stat(TypedDict, total=False):
-    median: float
-    min: float
-    max: float
-    iqr: float
-    repeats: int
 
 
 class PairRecord(TypedDict, total=False):
