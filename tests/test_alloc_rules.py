@@ -31,6 +31,7 @@ def test_recorded_quiet_h200_run_passes():
 
 
 def recorded(name: str = "alloc_kvm2c_busy_full.json") -> tuple[dict[str, Any], dict[str, Any]]:
+    """A fresh parse of the recording each call: a test may edit it in place."""
     data = json.loads((DATA / name).read_text())
     return data["raw"]["alloc"], data["host"]
 
@@ -91,7 +92,6 @@ def test_recording_found_and_measured_jemalloc():
 
 def test_without_other_allocators_the_report_says_what_was_looked_for():
     raw, host = recorded()
-    raw = copy.deepcopy(raw)
     del raw["allocators"]["jemalloc"]
     for entry in raw["looked_for"]:
         entry["found"] = None
@@ -125,7 +125,6 @@ def test_scaling_allocator_passes_and_says_so():
 @pytest.mark.parametrize("ns, verdict", [(1500.0, Verdict.PASS), (6000.0, Verdict.WARN)])
 def test_slow_page_faults_warn(ns, verdict):
     raw, host = recorded()
-    raw = copy.deepcopy(raw)
     raw["first_touch"]["lazy_ns_per_4k"]["median"] = ns
     finding = rules.rule_first_touch(raw, host)[0]
     assert finding.verdict is verdict and "pre-fault" in finding.advice
@@ -133,7 +132,6 @@ def test_slow_page_faults_warn(ns, verdict):
 
 def test_thp_never_says_what_small_pages_cost():
     raw, host = recorded()
-    raw = copy.deepcopy(raw)
     raw["first_touch"]["huge"] = {"available": False, "reason": "never"}
     finding = rules.rule_huge_pages(raw, host)[0]
     assert finding.verdict is Verdict.PASS and "'never'" in finding.message and "madvise" in finding.advice
@@ -143,7 +141,6 @@ def test_thp_never_says_what_small_pages_cost():
 @pytest.mark.parametrize("share, verdict", [(1.0, Verdict.PASS), (0.1, Verdict.WARN)])
 def test_huge_pages_asked_for_and_not_granted_warn(share, verdict):
     raw, host = recorded()
-    raw = copy.deepcopy(raw)
     raw["first_touch"]["huge"]["huge_fraction"] = share
     finding = rules.rule_huge_pages(raw, host)[0]
     assert finding.verdict is verdict
@@ -154,7 +151,6 @@ def test_huge_pages_asked_for_and_not_granted_warn(share, verdict):
 @pytest.mark.parametrize("bind, nodes, warned", [(None, [0], False), (0, [0], False), (1, [0], True)])
 def test_bound_memory_must_land_on_the_node(bind, nodes, warned):
     raw, host = recorded()
-    raw = copy.deepcopy(raw)
     raw["bind"], raw["first_touch"]["nodes"] = bind, nodes
     assert bool(rules.rule_bind(raw, host)) is warned
 
@@ -167,7 +163,6 @@ def test_copy_says_what_a_64_mib_tensor_costs():
 
 def test_mlock_beyond_the_limit_is_skipped_with_the_reason():
     raw, host = recorded()
-    raw = copy.deepcopy(raw)
     raw["first_touch"]["mlock"] = {"available": False, "limit_bytes": 65536, "reason": "RLIMIT_MEMLOCK allows 64 KiB"}
     assert "RLIMIT_MEMLOCK allows 64 KiB" in rules.rule_mlock(raw, host)[0].message
 

@@ -21,6 +21,7 @@ ALL_RECORDINGS = sorted(DATA.glob("ipc_*.json"))
 
 
 def _load(path: Path) -> tuple[dict[str, Any], dict[str, Any]]:
+    """A fresh parse of the recording each call: a test may edit it in place."""
     rec = json.loads(path.read_text())
     return rec["raw"]["ipc"], rec["host"]
 
@@ -51,7 +52,6 @@ def test_placements_say_what_was_not_possible() -> None:
 
 def test_tcp_far_slower_than_uds_warns_with_a_confirm_key() -> None:
     raw, host = _load(RECORDINGS[0])
-    raw = copy.deepcopy(raw)
     _set_rtt(raw, "tcp", figures.rtt_us(raw, "uds") * 10)  # type: ignore[operator]
     (finding,) = rules.rule_tcp_slow(raw, host)
     assert finding.verdict is Verdict.WARN and finding.confirm == ("tcp",)
@@ -65,7 +65,7 @@ def test_healthy_tcp_is_a_pass_with_the_same_key() -> None:
 
 
 def test_ring_slower_than_pipe_warns_with_cause() -> None:
-    raw, host = copy.deepcopy(_load(RECORDINGS[0]))
+    raw, host = _load(RECORDINGS[0])
     _set_rtt(raw, "shm_spin", figures.rtt_us(raw, "pipe") * 2)  # type: ignore[operator]
     raw["context"]["cpu_max"] = "50000 100000"
     (finding,) = rules.rule_ring_slow(raw, host)
@@ -74,7 +74,7 @@ def test_ring_slower_than_pipe_warns_with_cause() -> None:
 
 
 def test_crossover_is_the_first_size_where_the_ring_stops_winning() -> None:
-    raw, _ = copy.deepcopy(_load(RECORDINGS[0]))
+    raw, _ = _load(RECORDINGS[0])
     for label in ("64B", "4K", "64K", "1M"):
         raw["runs"]["two_cores"]["uds"][label]["pingpong"]["rtt_us"]["median"] = 10.0
         raw["runs"]["two_cores"]["shm_spin"][label]["pingpong"]["rtt_us"]["median"] = 2.0
@@ -84,14 +84,14 @@ def test_crossover_is_the_first_size_where_the_ring_stops_winning() -> None:
 
 
 def test_event_loop_dominating_advises_batching() -> None:
-    raw, host = copy.deepcopy(_load(RECORDINGS[0]))
+    raw, host = _load(RECORDINGS[0])
     raw["event_loop"]["asyncio"]["rtt_us"]["median"] = figures.rtt_us(raw, "uds") * 5  # type: ignore[operator]
     finding = rules.rule_event_loop(raw, host)[0]
     assert finding.verdict is Verdict.PASS and "batch messages" in finding.advice
 
 
 def test_cross_node_penalty_is_a_pass_with_binding_advice() -> None:
-    raw, host = copy.deepcopy(_load(RECORDINGS[0]))
+    raw, host = _load(RECORDINGS[0])
     raw["placements"][3] = {"name": "cross_node", "cpus": [0, 8], "why": "two nodes"}
     raw["runs"]["cross_node"] = copy.deepcopy(raw["runs"]["same_cpu"])
     raw["runs"]["cross_node"]["uds"]["64B"]["pingpong"]["rtt_us"]["median"] = figures.rtt_us(raw, "uds") * 2  # type: ignore[operator]
@@ -165,7 +165,7 @@ def test_h200_recording_judges_uvloop_and_a_tenfold_ring() -> None:
 
 
 def test_ring_against_pipe_is_not_judged_on_one_cpu() -> None:
-    raw, host = copy.deepcopy(_load(RECORDINGS[0]))
+    raw, host = _load(RECORDINGS[0])
     raw["main"] = "same_cpu"
     _set_rtt(raw, "shm_futex", figures.rtt_us(raw, "pipe") * 3)  # type: ignore[operator]
     assert rules.rule_ring_slow(raw, host) == []
