@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Install Debian's jemalloc (libjemalloc2) when it is missing, so `perfprobe alloc` has a second
-# allocator to find and measure (tests/test_alloc_jemalloc.py, .ci/run). Exit 0 when jemalloc is
+# allocator to find and measure (tests/test_alloc_measure.py, .ci/run). Exit 0 when jemalloc is
 # present afterwards; 3 when it cannot be installed here (no apt-get, not root, no network).
 set -u
 found() { ls /usr/lib/*-linux-gnu/libjemalloc.so.2 /usr/lib64/libjemalloc.so.2 /usr/lib/libjemalloc.so.2 2>/dev/null | head -1; }
