@@ -15,6 +15,10 @@ from typing import Any, Callable, Mapping, Sequence
 from perfprobe.model import Finding, Verdict
 
 BUSY_UTIL_PERCENT = 10  # a kernel ran over a tenth of NVML's last sample period before the probe started
+# NVML clock-event reasons that mean something is wrong: hardware slowdown, hardware thermal
+# slowdown, hardware power brake. The software power cap (0x4) is a GPU at its power limit, which a
+# healthy GPU reaches under full load; it is no fault of the host's, so no probe warns on it.
+FAULT_CLOCK_REASONS = 0x8 | 0x40 | 0x80
 
 
 def shared_gpu(raw: Mapping[str, Any]) -> str:

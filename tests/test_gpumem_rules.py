@@ -107,8 +107,11 @@ def test_without_nvml_the_peak_comes_from_cuda_and_without_either_it_is_not_judg
     assert judge(raw, host).metrics["dram_fraction_of_peak"].value is None
 
 
-@pytest.mark.parametrize("reasons, fires", [(0x40, True), (0x80, True), (0x4, True), (0x1, False), (0x0, False)])
+@pytest.mark.parametrize("reasons, fires", [(0x40, True), (0x80, True), (0x8, True), (0x4, False), (0x1, False),
+                                            (0x0, False)])
 def test_throttle_reasons_warn_but_an_idle_gpu_does_not(reasons: int, fires: bool) -> None:
+    """Hardware slowdown, thermal and power brake warn; a GPU at its software power cap (0x4, a
+    healthy GPU under full load) or idle does not."""
     raw, host = real()
     raw = copy.deepcopy(raw)
     raw["state_under_load"]["clock_event_reasons"] = reasons

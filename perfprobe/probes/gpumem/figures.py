@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from typing import Any, Mapping, Optional, TypedDict
 
+from perfprobe.gpu_activity import FAULT_CLOCK_REASONS
 from perfprobe.probes.gpumem.plan import SATURATED
 
 Raw = Mapping[str, Any]
@@ -19,7 +20,7 @@ DRAM_KINDS = ("read", "write", "copy", "d2d_memcpy")
 REASONS = {0x1: "GPU idle", 0x2: "applications clocks setting", 0x4: "software power cap",
            0x8: "hardware slowdown", 0x10: "sync boost", 0x20: "software thermal slowdown",
            0x40: "hardware thermal slowdown", 0x80: "hardware power brake", 0x100: "display clock setting"}
-SLOWING = 0x4 | 0x8 | 0x20 | 0x40 | 0x80  # reasons that hold clocks below what was asked
+SLOWING = FAULT_CLOCK_REASONS  # the reasons that mean a fault (the software power cap does not)
 
 
 class Peak(TypedDict):

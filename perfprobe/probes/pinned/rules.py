@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Callable
 
-from perfprobe.gpu_activity import findings_held_back_if_shared, shared_gpu
+from perfprobe.gpu_activity import FAULT_CLOCK_REASONS, findings_held_back_if_shared, shared_gpu
 from perfprobe.host.facts import Facts
 from perfprobe.model import Finding, Verdict
 from perfprobe.probes.pinned.figures import (
@@ -27,7 +27,7 @@ from perfprobe.units import format_bytes
 
 LINK_FRACTION_MIN = 0.70      # pinned large copies below this share of the link's rate: warn
 PAGEABLE_HELPS_BELOW = 0.5    # pageable under half of pinned: pinned buffers are worth the cost
-THROTTLE_MASK = 0x8 | 0x40 | 0x80  # NVML clock-event reasons: HW slowdown, HW thermal, power brake
+THROTTLE_MASK = FAULT_CLOCK_REASONS
 
 
 def rule_link(raw: Raw, host: Facts) -> list[Finding]:
