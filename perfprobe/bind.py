@@ -100,7 +100,8 @@ def check_node_memory(node: int, host: Mapping[str, Any]) -> None:
         free = entry.get("memory_free_bytes")
     if free is None or free >= MIN_BOUND_FREE_BYTES:
         return
-    roomy = [n["id"] for n in _nodes(host) if n["id"] in valid_bind_nodes(host)
+    valid = valid_bind_nodes(host)
+    roomy = [n["id"] for n in _nodes(host) if n["id"] in valid
              and (n.get("memory_free_bytes") or 0) >= MIN_BOUND_FREE_BYTES]
     others = ", ".join(map(str, roomy)) if roomy else "none"
     raise UsageError(f"--bind {node}: NUMA node {node} has {format_bytes(free)} free, less than the "
