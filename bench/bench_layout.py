@@ -25,10 +25,10 @@ from c_reference import compile_c
 ROOT = Path(__file__).resolve().parent.parent
 SOURCE, BINARY = ROOT / "bench" / "layout_ref.c", ROOT / "bench" / "build" / "layout_ref"
 REPEATS = 9   # rounds (C then numba, each point); each side's best round is judged (c_reference.best_of)
-LINES = 60    # lines of the split test: main() sets it from plan.split_lines, as the probe sweeps
 NS_TARGET, RATIO_TARGET = 0.10, 0.15
 
 sys.path.insert(0, str(ROOT))
+from perfprobe.probes.layout.plan import SPLIT_LINES as LINES  # noqa: E402  (lines of the split test, as the probe sweeps)
 
 
 def soa_vector_bytes(k) -> int:
@@ -83,12 +83,11 @@ def pp_records(k, buf: np.ndarray, nbytes: int, fields: int, dram: bool, flush: 
 
 def main(only: tuple[str, ...] = ("",)) -> int:
     """Every point, or those whose name starts with one of `only` (e.g. `records.k16`, `page.32B`)."""
+    from perfprobe.budget import host_memory_budget
     from perfprobe.host import read_host_facts
     from perfprobe.kernels import layout_kernels as k
     from perfprobe.probes.layout import plan
     from perfprobe.probes.layout.measure import throughput_reps
-
-    global LINES
 
     if not build(soa_vector_bytes(k)):
         return 0
@@ -99,9 +98,8 @@ def main(only: tuple[str, ...] = ("",)) -> int:
     os.sched_setaffinity(0, {cpu})
     st = plan.FULL
     host = read_host_facts(None)
-    LINES = plan.split_lines(host)
-    l1, l2, llc = plan.cache_bytes(host, 1) // 2, plan.cache_bytes(host, 2) // 2, plan.last_level_bytes(host)
-    dram, flush_bytes = max(4 * llc, 64 << 20), plan.flush_bytes(host)
+    sizes = {lv.name: lv.bytes for lv in plan.levels(host, st, host_memory_budget(host))}   # the probe's sets
+    dram, flush_bytes = sizes["dram"], plan.flush_bytes(host)
     # DRAM passes follow an eviction of the set (clflushopt) on both sides, as the probe's; a
     # 1.5 x LLC read only where the CPU has no clflushopt (the probe's fallback).
     flush = None if k.CAN_EVICT else np.ones(flush_bytes // 8, dtype=np.int64)
@@ -118,7 +116,7 @@ def main(only: tuple[str, ...] = ("",)) -> int:
             at = plan.page_positions(w, split)[0] - plan.PAGE_BYTES   # the C adds one page
             points[f"page.{w}B.{name}"] = (("page", w, at, page_reps, st.chain_steps, st.repeats),
                                            lambda w=w, sp=split: pp_page(k, page_buf, w, sp, st))
-    for name, size in (("l1", l1), ("l2", l2), ("dram", dram)):
+    for name, size in sizes.items():
         is_dram = name == "dram"
         for fields in (8, 16):
             c_args = ("records", size, fields, int(is_dram), st.run_ms, st.dram_repeats if is_dram else st.repeats, c_flush)

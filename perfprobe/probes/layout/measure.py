@@ -19,6 +19,7 @@ from perfprobe.probes.layout.plan import (
     PAGE_BYTES,
     PAGE_SPLITS,
     PRESETS,
+    SPLIT_LINES,
     WIDTHS,
     Settings,
     flush_bytes,
@@ -27,7 +28,6 @@ from perfprobe.probes.layout.plan import (
     page_positions,
     passes,
     records,
-    split_lines,
 )
 from perfprobe.stats import summarize
 
@@ -41,14 +41,13 @@ def measure(ctx: ProbeContext) -> dict[str, Any]:
     from perfprobe.kernels import layout_kernels as kernels
 
     settings: Settings = ctx.config.preset(PRESETS)
-    lines = split_lines(ctx.host)
-    split = _line_sweep(ctx, kernels, lines, settings)
+    split = _line_sweep(ctx, kernels, SPLIT_LINES, settings)
     page = _page_splits(kernels, settings)
     plan = levels(ctx.host, settings, host_memory_budget(ctx.host, ctx.config.bind))
     points = _records(ctx, kernels, plan, settings)
     vector = {f"{lay}.{op}": dict(zip(("vector_bytes", "how"), kernels.vector_bytes(k)))
               for (lay, op), k in kernels.RECORD_KERNELS.items()}
-    return {"method": METHOD, "line_bytes": LINE_BYTES, "split_lines": lines, "split": split, "page": page,
+    return {"method": METHOD, "line_bytes": LINE_BYTES, "split_lines": SPLIT_LINES, "split": split, "page": page,
             "levels": [{"name": lv.name, "bytes": lv.bytes, "capped_by": lv.basis} for lv in plan],
             "records": points, "vector": vector,
             "dram_flush": "clflushopt of the set" if kernels.CAN_EVICT else "read of 1.5x the LLC", "quick": ctx.quick, "repeats": settings.repeats}

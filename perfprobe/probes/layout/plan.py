@@ -17,8 +17,13 @@ LINE_BYTES = 64
 OFFSETS = tuple(range(LINE_BYTES))
 PAGE_BYTES = 4096
 PAGE_SPLITS = 4            # page boundaries crossed in turn (4 L1 lines in each of two sets)
+# Lines swept by the split test: the first 60 lines of one 4 KiB page (a multiple of 4, and the
+# widest access at the last offset still ends inside the page), so no access of the line sweep
+# crosses a page: that is the page test's figure. Swept over half of L1d, every 64th access split
+# a page too, and on the Zen 4 guest those few page splits moved the 8 B line-split throughput by
+# 30% between runs (C read 0.20 ns a load, the probe 0.20 or 0.27). One page stays in L1 anywhere.
+SPLIT_LINES = PAGE_BYTES // LINE_BYTES - 4
 FIELDS = (2, 4, 8, 16)
-LEVELS = ("l1", "l2", "dram")
 OPS = ("sum", "update", "all")
 MIN_DRAM_BYTES = 64 << 20
 DEFAULT_CACHES = {1: 32 << 10, 2: 1 << 20, 3: 32 << 20}   # when the facts name no cache
@@ -84,15 +89,6 @@ def levels(host: Facts, settings: Settings, budget: MemoryBudget) -> list[Level]
 def records(level_bytes: int, fields: int) -> int:
     """Records of `fields` int64 fields in the working set (a multiple of 64)."""
     return max(64, level_bytes // (8 * fields) // 64 * 64)
-
-
-def split_lines(host: Facts) -> int:
-    """Lines swept by the split test: the first 60 lines of one 4 KiB page (a multiple of 4, and the
-    widest access at the last offset still ends inside the page), so no access of the line sweep
-    crosses a page: that is the page test's figure. Swept over half of L1d, every 64th access split
-    a page too, and on the Zen 4 guest those few page splits moved the 8 B line-split throughput by
-    30% between runs (C read 0.20 ns a load, the probe 0.20 or 0.27). One page stays in L1 anywhere."""
-    return PAGE_BYTES // LINE_BYTES - 4
 
 
 def splits_line(offset: int, width: int) -> bool:
