@@ -20,7 +20,7 @@ import sys
 from pathlib import Path
 
 import numpy as np
-from c_reference import compile_c
+from c_reference import compile_c, judged
 
 ROOT = Path(__file__).resolve().parent.parent
 SOURCE, BINARY = ROOT / "bench" / "layout_ref.c", ROOT / "bench" / "build" / "layout_ref"
@@ -156,9 +156,9 @@ def report(med: dict) -> bool:
             for i, what in ((0, "throughput"), (1, "latency")):
                 rows.append((f"{base} penalty {w}B {what}", s["c"][i] / a["c"][i], s["pp"][i] / a["pp"][i], RATIO_TARGET))
     for name, c, p, target in rows:
-        good = abs(p / c - 1) <= target
+        good, row = judged(name, c, p, target, 40)
         ok &= good
-        print(f"{name:40} {c:9.3f} {p:9.3f} {p / c - 1:+7.0%}  {'yes' if good else 'NO'}")
+        print(row.rstrip())
     print(f"targets: ns within ±{NS_TARGET:.0%}, ratios within ±{RATIO_TARGET:.0%}: {'met' if ok else 'MISSED'}")
     return ok
 

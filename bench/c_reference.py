@@ -37,3 +37,10 @@ def paired(c_rounds: list[dict[str, float]], p_rounds: list[dict[str, float]]) -
     return {k: (statistics.median(r[k] for r in c_rounds), statistics.median(r[k] for r in p_rounds),
                 statistics.median(p[k] / c[k] for c, p in zip(c_rounds, p_rounds)))
             for k in c_rounds[0] if k in p_rounds[0]}
+
+
+def judged(name: str, c: float, p: float, target: float, name_width: int, value_width: int = 9) -> tuple[bool, str]:
+    """Whether the probe's figure p is within `target` (a fraction) of C's c, and the row each bench
+    prints for it: name, C, perfprobe, their difference, yes/NO (callers append their own columns)."""
+    good = abs(p / c - 1) <= target
+    return good, f"{name:{name_width}} {c:{value_width}.3f} {p:{value_width}.3f} {p / c - 1:+7.0%}  {'yes' if good else 'NO '}"
