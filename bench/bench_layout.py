@@ -133,26 +133,26 @@ def main(only: tuple[str, ...] = ("",)) -> int:
             samples[p]["c"].append(c_pair(*args))
             samples[p]["pp"].append(run())
     # every figure here is a time: each side's best round (c_reference.best_of says why)
-    med = {p: {side: tuple(min(x[i] for x in v) for i in (0, 1)) for side, v in s.items()}
+    best = {p: {side: tuple(min(x[i] for x in v) for i in (0, 1)) for side, v in s.items()}
            for p, s in samples.items()}
-    return 0 if report(med) else 1
+    return 0 if report(best) else 1
 
 
-def report(med: dict) -> bool:
+def report(best: dict) -> bool:
     print(f"both on CPU {max(os.sched_getaffinity(0))}; best of {REPEATS} interleaved rounds (split/page: each the best of 5 repeats for throughput, their median for latency, after an untimed run, as the probe); "
           "columns: C, perfprobe, Δ")
     ok = True
     rows = []
-    for p, m in med.items():
+    for p, m in best.items():
         labels = ("aos ns/rec", "soa ns/rec") if p.startswith("records") else ("tp ns/load", "latency ns")
         rows += [(f"{p} {labels[i]}", m["c"][i], m["pp"][i], NS_TARGET) for i in (0, 1)]
         if p.startswith("records"):
             rows.append((f"{p} soa speed-up", m["c"][0] / m["c"][1], m["pp"][0] / m["pp"][1], RATIO_TARGET))
     for w in (8, 32):
         for kind, base in (("line", "split"), ("split", "page")):
-            if f"{base}.{w}B.aligned" not in med or f"{base}.{w}B.{kind}" not in med:
+            if f"{base}.{w}B.aligned" not in best or f"{base}.{w}B.{kind}" not in best:
                 continue
-            a, s = med[f"{base}.{w}B.aligned"], med[f"{base}.{w}B.{kind}"]
+            a, s = best[f"{base}.{w}B.aligned"], best[f"{base}.{w}B.{kind}"]
             for i, what in ((0, "throughput"), (1, "latency")):
                 rows.append((f"{base} penalty {w}B {what}", s["c"][i] / a["c"][i], s["pp"][i] / a["pp"][i], RATIO_TARGET))
     for name, c, p, target in rows:
