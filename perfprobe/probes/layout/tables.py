@@ -86,7 +86,8 @@ def summary(raw: Raw, host: Facts) -> str:
 
 
 def key_figure(raw: Raw, host: Facts) -> str:
-    return f"split {f.line_penalty(raw, 8) or 0:.1f}x, SoA k16 {_biggest_dram_speedup(raw)[1] or 0:.1f}x"
+    k, speed = _biggest_dram_speedup(raw)
+    return f"split {f.line_penalty(raw, 8) or 0:.1f}x, SoA k{k} {speed or 0:.1f}x"
 
 
 def facts(raw: Raw) -> dict[str, Any]:
