@@ -5,7 +5,7 @@
  *   and 64-byte loop alignment as the probe's kernel; four loads per iteration): ns/load; then a
  *   dependent chain over the same positions (line i -> line (i+1)*97 % LINES; each load's low 32 bits
  *   are the next offset), STEPS loads: ns/load. One untimed run of each, then REPEATS timed runs:
- *   prints the medians "<tp_ns> <lat_ns>".
+ *   prints the best throughput run and the median latency run, "<tp_ns> <lat_ns>".
  * page W AT REPS STEPS REPEATS: the same over 4 pages at byte AT of each page (AT = 4096 - W/2: split).
  * records BYTES K DRAM RUN_MS REPEATS FLUSH: one int64 field summed over N = BYTES/8/K records as AoS
  *   (N x K) and SoA (K x N), as the probe's measure._record_point: DRAM = 0: a calibrating pass, then
@@ -103,9 +103,6 @@ static double median(double *v, int n) {
     return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
 }
 
-/* As the probe's measure._throughput and _latency: one untimed run of each (the same length), then
- * REPEATS timed runs, medians. A single short run straight after memset() read a page split 10x
- * cheaper than the steady state on the KVM guest (the first ~10 us after the pages are written). */
 /* As the probe's throughput_runs(page)/page_latency: before each page-mode run, an aligned 8-byte load
  * in the page of the first and of the last byte of each access (the L1 DTLB holds both). */
 static void touch(const char *a, long stride, long count, int w) {
@@ -116,6 +113,10 @@ static void touch(const char *a, long stride, long count, int w) {
     }
 }
 
+/* As the probe's measure._throughput and _latency: one untimed run of each (the same length), then
+ * REPEATS timed runs, the best throughput and the median latency. A single short run straight after
+ * memset() read a page split 10x cheaper than the steady state on the KVM guest (the first ~10 us
+ * after the pages are written). */
 static void timed_point(int w, const char *buf, long first, long stride, long count, long reps, long steps,
                         int repeats, double out[2]) {
     double t[64], l[64];
