@@ -91,6 +91,14 @@ def test_clock_far_from_the_reported_one_warns(factor, verdict):
     assert rules.rule_clock(raw, host)[0].verdict is verdict
 
 
+def test_a_boost_clock_over_cpufreqs_base_maximum_passes():
+    """acpi-cpufreq's cpuinfo_max_freq is the base clock: a 2.0 GHz Xeon boosting to 3.8 is healthy."""
+    raw, host = recorded()
+    raw = copy.deepcopy(raw)
+    raw["reported_clock"] = {"cpuinfo_mhz": None, "max_mhz": figures.ghz(raw) * 1000 / 1.9}
+    assert rules.rule_clock(raw, host)[0].verdict is Verdict.PASS
+
+
 def test_mispredict_cost_no_core_has_warns():
     raw, host = recorded()
     raw = quiet(raw)
