@@ -283,3 +283,23 @@ def test_slow_node_is_compared_only_against_nodes_on_the_same_working_set():
     raw, host = load("two_socket_slow_node")
     assert warnings(_capped(raw, 1, 64 << 20, 64 << 20), host)
     assert not warnings(_capped(raw, 1, 28 << 20, 64 << 20), host)
+
+
+def test_timing_warns_are_confirmed_by_a_re_measurement_per_node_and_pair():
+    """A slow node and a remote penalty rest on timings: each carries its own confirm keys, and a
+    re-measurement that does not reproduce it turns it into a pass note (confirm.combine)."""
+    from perfprobe import confirm
+    from perfprobe.probes.numa import measure
+
+    assert callable(measure.remeasure)
+    raw, host = load("two_socket_slow_node")
+    (slow,) = [f for f in numa.judge(raw, host).findings if f.verdict is Verdict.WARN]
+    assert slow.confirm == ("slow_node", "1") and slow.figure is not None and slow.figure > 1.3
+    healthy, healthy_host = load("two_socket_healthy")
+    penalty = copy.deepcopy(healthy)
+    penalty["pairs"][1]["latency_ns"]["median"] = 89.4 * 2.9
+    (remote,) = [f for f in numa.judge(penalty, healthy_host).findings if f.verdict is Verdict.WARN]
+    assert remote.confirm == ("remote_penalty", "0-1")
+    again = numa.judge(healthy, healthy_host).findings
+    (note,) = [f for f in confirm.combine((remote,), again)]
+    assert note.verdict is Verdict.PASS and note.message.startswith("not confirmed on a re-measurement")

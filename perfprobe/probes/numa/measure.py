@@ -63,6 +63,14 @@ def measure(ctx: ProbeContext) -> dict[str, Any]:
     return raw
 
 
+
+def remeasure(ctx: ProbeContext, raw: dict[str, Any], keys: tuple[str, ...]) -> dict[str, Any]:
+    """Confirmation (perfprobe/confirm.py) of a slow node or a remote penalty: the whole matrix
+    again, as the first run placed it. Both warns judge a node or pair against the others measured
+    beside it, so all of them are re-timed together (a few pairs; only when a warn is to be issued)."""
+    return measure(ctx)
+
+
 def _method(plan: Plan) -> dict[str, Any]:
     return {"working_set_bytes": plan.size_bytes, "latency_steps": plan.steps,
             "latency_repeats": plan.latency_repeats, "bandwidth_repeats": plan.bandwidth_repeats,

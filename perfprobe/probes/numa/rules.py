@@ -134,18 +134,24 @@ def rule_slow_node(raw: NumaRaw, host: Facts) -> list[Finding]:
               "(dmidecode -t memory), memory errors (edac-util, dmesg), and thermal/power throttling; "
               "until then keep latency-critical work off this node")
     slow: dict[int, list[str]] = {}
+    worst: dict[int, float] = {}   # how far off the node is (x the others'), the finding's figure
     for node, value in sorted(latency.items()):
         median = _others_median({n: v for n, v in latency.items() if size[n] == size[node]}, node)
         if median and value > SLOW_LATENCY_RATIO * median:
             slow.setdefault(node, []).append(f"local latency {value:.0f} ns is {value / median:.2f}x the "
                                              f"other nodes' {median:.0f} ns")
+            worst[node] = max(worst.get(node, 0.0), value / median)
     for node, value in sorted(bandwidth.items()):
         median = _others_median({n: v for n, v in bandwidth.items()
                                  if threads.get(n) == threads.get(node) and size[n] == size[node]}, node)
         if median and value < SLOW_BANDWIDTH_RATIO * median:
             slow.setdefault(node, []).append(f"local read bandwidth {value:.1f} GB/s is {value / median:.0%} "
                                              f"of the other nodes' {median:.1f} GB/s (same thread count)")
-    return [Finding(Verdict.WARN, f"node {node}: " + "; ".join(parts), advice) for node, parts in sorted(slow.items())]
+            worst[node] = max(worst.get(node, 0.0), median / value)
+    # timings: confirmed on a re-measurement of the matrix before they are issued (confirm.py)
+    return [Finding(Verdict.WARN, f"node {node}: " + "; ".join(parts), advice,
+                    confirm=("slow_node", str(node)), figure=worst[node])
+            for node, parts in sorted(slow.items())]
 
 
 def rule_remote_penalty(raw: NumaRaw, host: Facts) -> list[Finding]:
@@ -168,7 +174,8 @@ def rule_remote_penalty(raw: NumaRaw, host: Facts) -> list[Finding]:
                 "the interconnect is slower than the firmware says (down-trained or missing socket "
                 "links, a wrong SLIT): check link status in the BIOS/BMC, update firmware, and bind "
                 f"latency-critical work explicitly (perfprobe numa --bind {i}; numactl "
-                f"--cpunodebind={i} --membind={i}) rather than trust automatic placement"))
+                f"--cpunodebind={i} --membind={i}) rather than trust automatic placement",
+                confirm=("remote_penalty", f"{i}-{j}"), figure=measured))
     if findings:
         return findings
     (i, j), worst = max(ratios.items(), key=lambda kv: kv[1])
