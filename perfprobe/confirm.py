@@ -55,3 +55,12 @@ def _judged_again(finding: Finding, second: Sequence[Finding]) -> Finding:
     return Finding(Verdict.PASS, f"not confirmed on a re-measurement: {finding.message.rstrip('.')} then {then}",
                    NOT_CONFIRMED_ADVICE, confirm=finding.confirm, figure=finding.figure,
                    confirmation=record)
+
+
+def held_back(finding: Finding, why: str) -> Finding:
+    """A warn that load (busy CPUs, a shared GPU) can produce, issued as a pass note
+    "held back (WHY): MESSAGE" with its advice and figure; other verdicts unchanged. The probes'
+    busy-host and shared-GPU rules say WHY."""
+    if finding.verdict is not Verdict.WARN:
+        return finding
+    return Finding(Verdict.PASS, f"held back ({why}): {finding.message}", finding.advice, figure=finding.figure)

@@ -12,7 +12,8 @@ from __future__ import annotations
 
 from typing import Any, Callable, Mapping, Sequence
 
-from perfprobe.model import Finding, Verdict
+from perfprobe import confirm
+from perfprobe.model import Finding
 
 BUSY_UTIL_PERCENT = 10  # a kernel ran over a tenth of NVML's last sample period before the probe started
 # NVML clock-event reasons that mean something is wrong: hardware slowdown, hardware thermal
@@ -50,9 +51,7 @@ def findings_held_back_if_shared(rules: Sequence[Callable[[Any, Any], list[Findi
 
 def held_back(finding: Finding, why: str) -> Finding:
     """A warn as a pass note "held back (the GPU was shared: WHY): MESSAGE"; other verdicts unchanged."""
-    if finding.verdict is not Verdict.WARN:
-        return finding
-    return Finding(Verdict.PASS, f"held back (the GPU was shared: {why}): {finding.message}", finding.advice)
+    return confirm.held_back(finding, f"the GPU was shared: {why}")
 
 
 def _others(reading: Mapping[str, Any]) -> set[int]:

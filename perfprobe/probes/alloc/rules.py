@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import Callable, Optional
 
+from perfprobe.confirm import held_back
 from perfprobe.host.facts import Facts
 from perfprobe.model import Finding, Verdict
 from perfprobe.probes.alloc import figures as f
@@ -211,7 +212,5 @@ def findings(raw: Raw, host: Facts) -> tuple[Finding, ...]:
     out: list[Finding] = []
     for rule in RULES:
         for item in rule(raw, host):
-            if busy and rule in LOAD_SENSITIVE and item.verdict is Verdict.WARN:
-                item = Finding(Verdict.PASS, f"held back (the host was busy): {item.message}", item.advice)
-            out.append(item)
+            out.append(held_back(item, "the host was busy") if busy and rule in LOAD_SENSITIVE else item)
     return tuple(out)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import Callable
 
+from perfprobe.confirm import held_back
 from perfprobe.host.facts import Facts
 from perfprobe.model import Finding, Verdict
 from perfprobe.probes.branch import figures as f
@@ -132,11 +133,5 @@ def findings(raw: Raw, host: Facts) -> tuple[Finding, ...]:
     if missing:
         return tuple(missing)
     loaded = busy(raw)
-    return tuple(_held_back(item) if loaded and rule.__name__ in LOAD_SENSITIVE else item
+    return tuple(held_back(item, "the host was busy") if loaded and rule.__name__ in LOAD_SENSITIVE else item
                  for rule in RULES for item in rule(raw, host))
-
-
-def _held_back(finding: Finding) -> Finding:
-    if finding.verdict is not Verdict.WARN:
-        return finding
-    return Finding(Verdict.PASS, f"held back (the host was busy): {finding.message}", finding.advice)

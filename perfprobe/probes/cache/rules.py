@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Callable
 
 from perfprobe import vm
+from perfprobe.confirm import held_back
 from perfprobe.host.facts import Facts
 from perfprobe.model import Finding, Verdict
 from perfprobe.probes.cache.figures import CacheFigures, gbs, pages_gain, pattern_ratio
@@ -237,12 +238,8 @@ L3 share went from 20-36% to 60% between runs, so under load a level share is no
 def findings(fig: CacheFigures, host: Facts) -> list[Finding]:
     """Every rule's findings, in the order of RULES; under load the load-sensitive warns held back."""
     busy = busy_cpus(fig)
-    return [held_back(finding, busy) if busy is not None and rule.__name__ in LOAD_SENSITIVE else finding
+    if busy is None:
+        return [finding for rule in RULES for finding in rule(fig, host)]
+    why = f"other processes kept {busy:.1f} CPUs busy"
+    return [held_back(finding, why) if rule.__name__ in LOAD_SENSITIVE else finding
             for rule in RULES for finding in rule(fig, host)]
-
-
-def held_back(finding: Finding, busy: float) -> Finding:
-    if finding.verdict is not Verdict.WARN:
-        return finding
-    return Finding(Verdict.PASS, f"held back (other processes kept {busy:.1f} CPUs busy): {finding.message}",
-                   finding.advice, figure=finding.figure)

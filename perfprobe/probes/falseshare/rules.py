@@ -20,6 +20,7 @@ from __future__ import annotations
 from typing import Any, Callable, Mapping, Sequence
 
 from perfprobe import vm
+from perfprobe.confirm import held_back
 from perfprobe.host.facts import Facts
 from perfprobe.model import Finding, Verdict
 from perfprobe.probes.falseshare.figures import (
@@ -156,17 +157,10 @@ RULES: tuple[Rule, ...] = (rule_placement, rule_distance, rule_contention, rule_
                            rule_busy)
 
 
-def held_back(finding: Finding, share: float) -> Finding:
-    """A warn other work on the CPUs can produce, reported as a note with the load figure."""
-    if finding.verdict is not Verdict.WARN:
-        return finding
-    return Finding(Verdict.PASS, f"held back (other work took these CPUs during {share:.0%} of the timed "
-                   f"runs): {finding.message}", finding.advice, figure=finding.figure)
-
-
 def findings(raw: Mapping[str, Any], host: Facts) -> tuple[Finding, ...]:
     """Every rule's findings, in rule order; on a busy host the load-sensitive warns held back."""
     numbers = typed(raw)
     loaded, share = busy(numbers), disturbed_fraction(numbers)
-    return tuple(held_back(f, share) if loaded and rule.__name__ in LOAD_SENSITIVE else f
+    why = f"other work took these CPUs during {share:.0%} of the timed runs"
+    return tuple(held_back(f, why) if loaded and rule.__name__ in LOAD_SENSITIVE else f
                  for rule in RULES for f in rule(numbers, host))
