@@ -31,6 +31,13 @@ SCHEMA_VERSION = 1
 """The report JSON's schema version (perfprobe/schema/report.schema.json): written and read back."""
 
 
+def host_name(host: Mapping[str, Any]) -> str | None:
+    """The name a host goes by in every output (Prometheus, JUnit, HTML, the fleet): the Slurm node
+    name under Slurm (what `scontrol` drains), else the hostname; None when the report has neither."""
+    name = host.get("slurm_node") or host.get("hostname")
+    return str(name) if name else None
+
+
 def worst(verdicts: Sequence[Verdict], default: Verdict = Verdict.PASS) -> Verdict:
     """The most severe verdict of `verdicts` (`default` when there are none)."""
     return max(verdicts, key=lambda v: v.severity, default=default)

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any, Iterable, Mapping
 
 from perfprobe.config import UsageError
-from perfprobe.model import SCHEMA_VERSION
+from perfprobe.model import SCHEMA_VERSION, host_name
 
 REPORT_SUFFIXES = (".json", ".jsonl", ".ndjson")
 
@@ -28,7 +28,7 @@ class Loaded:
     def name(self) -> str:
         """The host this report is of: the Slurm node name, else the host name, else the file's stem."""
         host = self.data.get("host") or {}
-        return str(host.get("slurm_node") or host.get("hostname") or source_stem(self.source))
+        return host_name(host) or source_stem(self.source)
 
 
 @dataclass(frozen=True)

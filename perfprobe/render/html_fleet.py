@@ -13,7 +13,7 @@ from typing import Any, Callable, Mapping, Sequence
 
 import plotly.graph_objects as go
 
-from perfprobe.model import ProbeResult, Report, Verdict
+from perfprobe.model import ProbeResult, Report, Verdict, host_name
 from perfprobe.render.html_page import badge, caption, esc, findings_list, part, table_html
 
 KEY_METRICS: dict[str, tuple[str, ...]] = {
@@ -198,7 +198,7 @@ def _unique(reports: Sequence[tuple[str, Report]]) -> list[tuple[str, Report]]:
     seen: dict[str, int] = {}
     out = []
     for label, report in reports:
-        name = str(report.host.get("hostname") or report.host.get("node_name") or label)
+        name = host_name(report.host) or label
         seen[name] = seen.get(name, 0) + 1
         out.append((name if seen[name] == 1 else f"{name} ({label})", report))
     return out

@@ -7,7 +7,7 @@ import html
 import re
 from typing import Any, Mapping
 
-from perfprobe.model import Finding, Verdict
+from perfprobe.model import Finding, Verdict, host_name
 
 NUMBER = re.compile(r"^[-+]?[\d.,]+(e[-+]?\d+)?( ?[%×x])?( \[.*\])?$")
 
@@ -126,9 +126,9 @@ def findings_list(findings: tuple[Finding, ...] | list[Finding]) -> str:
 def host_items(host: Mapping[str, Any]) -> list[tuple[str, str]]:
     """The host in a line of facts: name, CPU, cores, memory, NUMA nodes, GPUs, kernel."""
     items: list[tuple[str, str]] = []
-    name = host.get("hostname") or host.get("node_name") or host.get("slurm_node")
+    name = host_name(host)
     if name:
-        items.append(("host", str(name)))
+        items.append(("host", name))
     cpu = part(host, "cpu")
     if cpu.get("model"):
         items.append(("CPU", str(cpu["model"])))

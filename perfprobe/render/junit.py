@@ -10,11 +10,11 @@ from __future__ import annotations
 from pathlib import Path
 from xml.etree import ElementTree as ET
 
-from perfprobe.model import ProbeResult, Report, Verdict
+from perfprobe.model import ProbeResult, Report, Verdict, host_name
 
 
 def document(report: Report) -> ET.ElementTree:
-    host = str(report.host.get("slurm_node") or report.host.get("hostname") or "host")
+    host = host_name(report.host) or "host"
     cases = [_case(r, host) for r in report.results]
     counts = {v: sum(1 for r in report.results if r.verdict is v) for v in Verdict}
     suite = ET.Element("testsuite", name=f"perfprobe on {host}", tests=str(len(cases)),

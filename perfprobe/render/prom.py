@@ -12,7 +12,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from perfprobe.model import Report, Verdict
+from perfprobe.model import Report, Verdict, host_name
 
 VERDICTS = [v.value for v in Verdict]
 
@@ -62,8 +62,7 @@ def write(report: Report, path: Path) -> None:
 
 
 def _host(report: Report) -> str:
-    host = report.host
-    return str(host.get("slurm_node") or host.get("hostname") or "")
+    return host_name(report.host) or ""
 
 
 def _timestamp(report: Report) -> float:
