@@ -27,13 +27,12 @@ from llvmlite import ir
 from numba import njit, types
 from numba.extending import intrinsic
 
-from perfprobe.kernels.compiled import clock_reader, now_ns, opaque
+from perfprobe.kernels.compiled import now_ns, opaque, spin_barrier, thread_cpu_ns
 from perfprobe.kernels.placement import on_pinned_threads
 
 _I64 = ir.IntType(64)
 _I32 = ir.IntType(32)
 _I8 = ir.IntType(8)
-_CLOCK_THREAD_CPUTIME_ID = 3
 MIXED_MIN, MIXED_MAX = 16, 4096
 MIXED_WARMUP = 64    # untimed mixed ops per slot before timing: the heap reaches its steady size
 
@@ -101,31 +100,8 @@ def _clobber(typingctx):
     return types.none(), codegen
 
 
-@intrinsic
-def _arrive(typingctx, addr):
-    """Atomic `*addr += 1` (seq_cst): one more thread at the barrier."""
-    def codegen(context, builder, sig, args):
-        ptr = builder.inttoptr(args[0], _I64.as_pointer())
-        builder.atomic_rmw("add", ptr, ir.Constant(_I64, 1), "seq_cst")
-        return context.get_dummy_value()
-    return types.none(types.int64), codegen
 
 
-@intrinsic
-def _acquire(typingctx, addr):
-    def codegen(context, builder, sig, args):
-        return builder.load_atomic(builder.inttoptr(args[0], _I64.as_pointer()), "acquire", 8)
-    return types.int64(types.int64), codegen
-
-
-_thread_cpu_ns = intrinsic(clock_reader(_CLOCK_THREAD_CPUTIME_ID, "This thread's CPU time (CLOCK_THREAD_CPUTIME_ID), ns."))
-
-
-@njit(cache=True, nogil=True)
-def _barrier(addr: int, parties: int) -> None:
-    _arrive(addr)
-    while _acquire(addr) < parties:
-        pass
 
 
 @njit(cache=True, nogil=True)
@@ -238,12 +214,12 @@ def pairs_worker(ready: int, parties: int, malloc: int, free: int, size: int, it
                  kind: int, pool: int, block: int) -> tuple:
     """Warm up, meet the others, time the pairs: (start_ns, end_ns, cpu_ns)."""
     _pairs(malloc, free, size, 256, kind, pool, block)
-    _barrier(ready, parties)
-    cpu = _thread_cpu_ns()
+    spin_barrier(ready, parties)
+    cpu = thread_cpu_ns()
     start = now_ns()
     _pairs(malloc, free, size, iters, kind, pool, block)
     end = now_ns()
-    return start, end, _thread_cpu_ns() - cpu
+    return start, end, thread_cpu_ns() - cpu
 
 
 @njit(cache=True, nogil=True)
@@ -254,12 +230,12 @@ def mixed_worker(ready: int, parties: int, malloc: int, free: int, slots: np.nda
     (start_ns, end_ns, cpu_ns); the working set is freed after the clock stops."""
     r, head = _mixed_fill(malloc, slots, seed, kind, pool)
     r, head = _mixed_ops(malloc, free, slots, MIXED_WARMUP * slots.size, r, head, kind)
-    _barrier(ready, parties)
-    cpu = _thread_cpu_ns()
+    spin_barrier(ready, parties)
+    cpu = thread_cpu_ns()
     start = now_ns()
     _mixed_ops(malloc, free, slots, iters, r, head, kind)
     end = now_ns()
-    cpu = _thread_cpu_ns() - cpu
+    cpu = thread_cpu_ns() - cpu
     _mixed_drain(free, slots, kind)
     return start, end, cpu
 
@@ -277,12 +253,12 @@ def touch(base: int, nbytes: int, stride: int) -> int:
 
 @njit(cache=True, nogil=True)
 def touch_worker(ready: int, parties: int, base: int, nbytes: int, stride: int) -> tuple:
-    _barrier(ready, parties)
-    cpu = _thread_cpu_ns()
+    spin_barrier(ready, parties)
+    cpu = thread_cpu_ns()
     start = now_ns()
     touch(base, nbytes, stride)
     end = now_ns()
-    return start, end, _thread_cpu_ns() - cpu
+    return start, end, thread_cpu_ns() - cpu
 
 
 @njit(cache=True, nogil=True)

@@ -28,6 +28,7 @@ from numba.extending import intrinsic
 _I64 = ir.IntType(64)
 _I32 = ir.IntType(32)
 _CLOCK_MONOTONIC = 1
+_CLOCK_THREAD_CPUTIME_ID = 3
 
 
 def clock_reader(clock_id: int, doc: str) -> Callable[..., Any]:
@@ -51,6 +52,33 @@ def clock_reader(clock_id: int, doc: str) -> Callable[..., Any]:
 
 
 now_ns = intrinsic(clock_reader(_CLOCK_MONOTONIC, "Wall time, CLOCK_MONOTONIC in ns, read from inside a compiled loop."))
+thread_cpu_ns = intrinsic(clock_reader(_CLOCK_THREAD_CPUTIME_ID, "This thread's CPU time (CLOCK_THREAD_CPUTIME_ID), ns."))
+
+
+@intrinsic
+def _arrive(typingctx, addr):
+    """Atomic `*addr += 1` (seq_cst): one more thread at the barrier."""
+    def codegen(context, builder, sig, args):
+        builder.atomic_rmw("add", builder.inttoptr(args[0], _I64.as_pointer()), ir.Constant(_I64, 1), "seq_cst")
+        return context.get_dummy_value()
+    return types.none(types.int64), codegen
+
+
+@intrinsic
+def _arrived(typingctx, addr):
+    """An acquire load of the barrier's count (re-read on every spin)."""
+    def codegen(context, builder, sig, args):
+        return builder.load_atomic(builder.inttoptr(args[0], _I64.as_pointer()), "acquire", 8)
+    return types.int64(types.int64), codegen
+
+
+@njit(cache=True, nogil=True)
+def spin_barrier(addr: int, parties: int) -> None:
+    """Spin until `parties` threads have arrived at the int64 at `addr`, so timed loops on several
+    threads start together (the alloc and falseshare kernels)."""
+    _arrive(addr)
+    while _arrived(addr) < parties:
+        pass
 
 
 @intrinsic

@@ -28,7 +28,7 @@ from llvmlite import ir
 from numba import njit, types
 from numba.extending import intrinsic
 
-from perfprobe.kernels.compiled import clock_reader
+from perfprobe.kernels.compiled import now_ns, spin_barrier, thread_cpu_ns
 from perfprobe.kernels.placement import on_pinned_threads
 
 PAGE_BYTES = 4096
@@ -38,8 +38,6 @@ KINDS = {"atomic": KIND_ATOMIC, "plain": KIND_PLAIN}
 _intrinsic: Any = intrinsic  # its typed __call__ counts typingctx, which numba passes itself
 _I64 = ir.IntType(64)
 _I32 = ir.IntType(32)
-_CLOCK_MONOTONIC = 1
-_CLOCK_THREAD_CPUTIME_ID = 3
 PREEMPTED_BELOW = 0.9  # a thread that got less than 90% of its wall time on the CPU was preempted
 
 
@@ -76,8 +74,6 @@ def _store(typingctx, addr, value, ordering):
     return types.none(types.int64, types.int64, ordering), codegen
 
 
-_monotonic_ns = _intrinsic(clock_reader(_CLOCK_MONOTONIC, "Wall time: CLOCK_MONOTONIC in ns."))
-_thread_cpu_ns = _intrinsic(clock_reader(_CLOCK_THREAD_CPUTIME_ID, "This thread's CPU time in ns."))
 
 
 @_intrinsic
@@ -90,12 +86,6 @@ def _compiler_barrier(typingctx):
     return types.none(), codegen
 
 
-@njit(nogil=True, cache=True)
-def _barrier(ready_addr: int, parties: int) -> None:
-    """Spin until `parties` threads have arrived, so the timed loops overlap."""
-    _atomic_add(ready_addr, 1)
-    while _load(ready_addr, 1) < parties:
-        pass
 
 
 @njit(nogil=True, cache=True)
@@ -120,30 +110,30 @@ def counter_worker(addr: int, ready_addr: int, parties: int, iters: int, kind: i
 
     Returns (start_ns, end_ns, cpu_ns): wall clock at both ends and the thread's CPU time between.
     """
-    _barrier(ready_addr, parties)
-    cpu = _thread_cpu_ns()
-    start = _monotonic_ns()
+    spin_barrier(ready_addr, parties)
+    cpu = thread_cpu_ns()
+    start = now_ns()
     if kind == 0:
         atomic_loop(addr, iters)
     else:
         plain_loop(addr, iters)
-    end = _monotonic_ns()
-    return start, end, _thread_cpu_ns() - cpu
+    end = now_ns()
+    return start, end, thread_cpu_ns() - cpu
 
 
 @njit(nogil=True, cache=True)
 def pingpong_worker(flag_addr: int, ready_addr: int, role: int, rounds: int) -> tuple:
     """Hand the flag's line back and forth `rounds` times: role 0 writes odd, role 1 even values."""
-    _barrier(ready_addr, 2)
-    cpu = _thread_cpu_ns()
-    start = _monotonic_ns()
+    spin_barrier(ready_addr, 2)
+    cpu = thread_cpu_ns()
+    start = now_ns()
     for i in range(rounds):
         wait_for = 2 * i + role
         while _load(flag_addr, 1) != wait_for:
             pass
         _store(flag_addr, wait_for + 1, 1)
-    end = _monotonic_ns()
-    return start, end, _thread_cpu_ns() - cpu
+    end = now_ns()
+    return start, end, thread_cpu_ns() - cpu
 
 
 @dataclass(frozen=True)
