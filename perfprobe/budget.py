@@ -10,8 +10,11 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass
+from typing import Any, Mapping
 
 from perfprobe.host.facts import Facts, memory_value, numa_node
+from perfprobe.model import Finding, Verdict
+from perfprobe.units import format_bytes
 
 HOST_FRACTION = 0.25
 GPU_FRACTION = 0.5
@@ -108,3 +111,13 @@ def _node_free_now(node: int, host: Facts) -> int:
 
 def _share_words(fraction: float) -> str:
     return {0.25: "a quarter", 0.5: "half", 1.0: "all"}.get(fraction, f"{fraction:.0%}")
+
+
+def capped_note(budget: Mapping[str, Any] | None, what: str, size_key: str) -> list[Finding]:
+    """The note "WHAT capped at SIZE (asked REQUESTED) by BASIS" when the recorded budget
+    (raw["budget"]: `size_key`, requested_bytes, capped_by) made a size smaller than asked."""
+    budget = budget or {}
+    if not budget.get("capped_by"):
+        return []
+    return [Finding(Verdict.PASS, f"{what} capped at {format_bytes(budget[size_key])} (asked "
+                                  f"{format_bytes(budget['requested_bytes'])}) by {budget['capped_by']}")]

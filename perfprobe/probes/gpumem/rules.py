@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import Callable
 
+from perfprobe.budget import capped_note
 from perfprobe.gpu_activity import shared_gpu
 from perfprobe.host.facts import Facts
 from perfprobe.model import Finding, Verdict
@@ -130,11 +131,7 @@ def rule_divergence(raw: Raw, host: Facts) -> list[Finding]:
 
 def rule_budget(raw: Raw, host: Facts) -> list[Finding]:
     """A buffer smaller than asked, or not far larger than L2, is said."""
-    budget = raw.get("budget") or {}
-    out = []
-    if budget.get("capped_by"):
-        out.append(Finding(Verdict.PASS, f"buffers capped at {format_bytes(budget['size_bytes'])} (asked "
-                                         f"{format_bytes(budget['requested_bytes'])}) by {budget['capped_by']}"))
+    out = capped_note(raw.get("budget"), "buffers", "size_bytes")
     l2 = (raw.get("device") or {}).get("l2_bytes")
     size = int(raw["dram"]["buffer_bytes"])
     if l2 and size < 8 * int(l2):

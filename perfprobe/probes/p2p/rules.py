@@ -11,12 +11,12 @@ from __future__ import annotations
 
 from typing import Callable
 
+from perfprobe.budget import capped_note
 from perfprobe.host.facts import Facts
 from perfprobe.model import Finding, Verdict
 from perfprobe.probes.p2p import figures as fig
 from perfprobe.probes.p2p.figures import Raw
 from perfprobe.probes.p2p.plan import sampling_words
-from perfprobe.units import format_bytes
 
 LINK_FRACTION_MIN = 0.60   # healthy NVLink and PCIe peer copies reach ~80-87% of the raw rate
 PEER_OVER_STAGED_MIN = 1.2  # direct copies this much faster than staged ones, or the path is wrong
@@ -181,11 +181,8 @@ def rule_sampled(raw: Raw, host: Facts) -> list[Finding]:
 
 
 def rule_budget(raw: Raw, host: Facts) -> list[Finding]:
-    budget = raw.get("budget") or {}
-    if not budget.get("capped_by"):
-        return []
-    return [Finding(Verdict.PASS, f"copies capped at {format_bytes(budget['top_bytes'])} (asked "
-                                  f"{format_bytes(budget['requested_bytes'])}) by {budget['capped_by']}")]
+    """Copies smaller than asked are said, with the budget that capped them."""
+    return capped_note(raw.get("budget"), "copies", "top_bytes")
 
 
 Rule = Callable[[Raw, Facts], list[Finding]]

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import Callable
 
+from perfprobe.budget import capped_note
 from perfprobe.gpu_activity import FAULT_CLOCK_REASONS, findings_held_back_if_shared, shared_gpu
 from perfprobe.host.facts import Facts
 from perfprobe.model import Finding, Verdict
@@ -112,11 +113,7 @@ def rule_throttle(raw: Raw, host: Facts) -> list[Finding]:
 
 def rule_budget(raw: Raw, host: Facts) -> list[Finding]:
     """A largest copy smaller than asked is said, with the budget that capped it."""
-    budget = raw.get("budget") or {}
-    if not budget.get("capped_by"):
-        return []
-    return [Finding(Verdict.PASS, f"largest copy capped at {format_bytes(budget['top_bytes'])} (asked "
-                                  f"{format_bytes(budget['requested_bytes'])}) by {budget['capped_by']}")]
+    return capped_note(raw.get("budget"), "largest copy", "top_bytes")
 
 
 def rule_shared_gpu(raw: Raw, host: Facts) -> list[Finding]:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from typing import Callable
 
+from perfprobe.budget import capped_note
 from perfprobe.gpu_activity import findings_held_back_if_shared, shared_gpu
 from perfprobe.host.facts import Facts
 from perfprobe.model import Finding, Verdict
@@ -103,11 +104,7 @@ def rule_host_overlap(raw: Raw, host: Facts) -> list[Finding]:
 
 def rule_budget(raw: Raw, host: Facts) -> list[Finding]:
     """A buffer smaller than asked is said, with the budget that capped it."""
-    budget = raw.get("budget") or {}
-    if not budget.get("capped_by"):
-        return []
-    return [Finding(Verdict.PASS, f"buffer capped at {format_bytes(budget['size_bytes'])} (asked "
-                                  f"{format_bytes(budget['requested_bytes'])}) by {budget['capped_by']}")]
+    return capped_note(raw.get("budget"), "buffer", "size_bytes")
 
 
 def rule_shared_gpu(raw: Raw, host: Facts) -> list[Finding]:
