@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Callable
 
 from perfprobe.budget import capped_note
-from perfprobe.gpu_activity import shared_gpu
+from perfprobe.gpu_activity import held_back, shared_gpu
 from perfprobe.host.facts import Facts
 from perfprobe.model import Finding, Verdict
 from perfprobe.probes.gpumem import figures as fig
@@ -35,10 +35,20 @@ def rule_dram_bandwidth(raw: Raw, host: Facts) -> list[Finding]:
             f"{peak['gbs']:.0f} GB/s peak ({peak['mem_clock_mhz']:.0f} MHz x 2 x {peak['bus_width_bits']} bits)")
     if share >= DRAM_FRACTION_MIN:
         return [Finding(Verdict.PASS, text)]
-    return [Finding(Verdict.WARN, f"slow GPU memory: {text}, under {DRAM_FRACTION_MIN:.0%}{_why(raw, peak)}",
-                    "check `nvidia-smi -q -d PERFORMANCE,CLOCK` for held-down memory clocks and thermal or "
-                    "power capping, and other processes on the GPU; a GPU this slow passes functional "
-                    "diagnostics, so compare it with its peers (perfprobe fleet) and raise it with the vendor")]
+    slow = Finding(Verdict.WARN, f"slow GPU memory: {text}, under {DRAM_FRACTION_MIN:.0%}{_why(raw, peak)}",
+                   "check `nvidia-smi -q -d PERFORMANCE,CLOCK` for held-down memory clocks and thermal or "
+                   "power capping, and other processes on the GPU; a GPU this slow passes functional "
+                   "diagnostics, so compare it with its peers (perfprobe fleet) and raise it with the vendor")
+    # another process on the GPU takes memory bandwidth too: the figure is this GPU's under that load,
+    # so the warn is held back as a note, as pinned's and streams' timing warns are (a hardware
+    # slowdown still warns through rule_throttle)
+    shared = _shared(raw)
+    return [held_back(slow, shared) if shared else slow]
+
+
+def _shared(raw: Raw) -> str:
+    """Why the GPU counts as shared, from the activity read before the probe started ("" if not)."""
+    return shared_gpu({"gpu_activity": {"before": raw.get("activity_before")}})
 
 
 def _why(raw: Raw, peak: fig.Peak) -> str:
@@ -49,9 +59,6 @@ def _why(raw: Raw, peak: fig.Peak) -> str:
     slowed = fig.slowing_reasons(raw)
     if slowed:
         parts.append(f"clock-event reasons 0x{slowed[1]:x} ({fig.reason_words(slowed[1])})")
-    shared = shared_gpu({"gpu_activity": {"before": raw.get("activity_before")}})
-    if shared:
-        parts.append(f"GPU shared: {shared}")
     return f" ({'; '.join(parts)})" if parts else ""
 
 
