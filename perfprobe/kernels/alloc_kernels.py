@@ -141,6 +141,7 @@ def _pairs(malloc: int, free: int, size: int, iters: int, kind: int, pool: int, 
     if kind == 1:
         head = _pool_init(pool, block, 64)
     start = now_ns()
+    p: int
     if kind == 0:
         for i in range(iters):
             p = _call1(malloc, size)

@@ -51,7 +51,7 @@ def clock_reader(clock_id: int, doc: str) -> Callable[..., Any]:
     return clock
 
 
-now_ns = intrinsic(clock_reader(_CLOCK_MONOTONIC, "Wall time, CLOCK_MONOTONIC in ns, read from inside a compiled loop."))
+now_ns: Any = intrinsic(clock_reader(_CLOCK_MONOTONIC, "Wall time, CLOCK_MONOTONIC in ns, read from inside a compiled loop."))
 thread_cpu_ns: Any = intrinsic(clock_reader(_CLOCK_THREAD_CPUTIME_ID, "This thread's CPU time (CLOCK_THREAD_CPUTIME_ID), ns."))
 
 
