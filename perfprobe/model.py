@@ -27,8 +27,9 @@ class Verdict(str, Enum):
 
 
 _SEVERITY = {Verdict.PASS: 0, Verdict.SKIP: 1, Verdict.WARN: 2, Verdict.ERROR: 3}
-SCHEMA_VERSION = 1
-"""The report JSON's schema version (perfprobe/schema/report.schema.json): written and read back."""
+SCHEMA_VERSION = 2
+"""The report JSON's schema version (perfprobe/schema/report.schema.json): written and read back.
+2: metrics carry their repeats' statistics (`stats`) and an `unstable` mark; reports their `disturbance`."""
 
 
 def host_name(host: Mapping[str, Any]) -> str | None:
@@ -44,11 +45,39 @@ def worst(verdicts: Sequence[Verdict], default: Verdict = Verdict.PASS) -> Verdi
 
 
 @dataclass(frozen=True)
+class Spread:
+    """The repeats behind one timed figure: how many, their median, extremes and robust spread
+    (MAD: median absolute deviation; IQR), and the samples themselves (at most stats.MAX_SAMPLES),
+    in the figure's unit. `compare` tests two runs' samples against each other."""
+
+    n: int
+    median: float
+    min: float
+    max: float
+    mad: float | None = None
+    iqr: float | None = None
+    samples: tuple[float, ...] = ()
+
+    @property
+    def relative_mad(self) -> float | None:
+        """MAD over the median: the repeats' robust relative spread (None without a MAD)."""
+        if self.mad is None or not self.median:
+            return None
+        return abs(self.mad / self.median)
+
+
+@dataclass(frozen=True)
 class Metric:
-    """One measured number with its unit (`ns`, `GB/s`, `bytes`, `ratio`, `count`, …)."""
+    """One measured number with its unit (`ns`, `GB/s`, `bytes`, `ratio`, `count`, …).
+
+    A timed figure carries its repeats (`spread`); one that stayed unstable after a re-measurement
+    (its repeats disagree, or it breaks a physical relation) carries `unstable`, the reason, and is
+    judged by nobody: not the verdict, not compare, not the fleet, not the health check."""
 
     value: float | int | str | None
     unit: str
+    spread: Spread | None = None
+    unstable: str | None = None
 
 
 @dataclass(frozen=True)
@@ -143,6 +172,10 @@ class Report:
     results: tuple[ProbeResult, ...]
     duration_s: float = 0.0
     schema_version: int = SCHEMA_VERSION
+    disturbance: Mapping[str, Any] = field(default_factory=dict)
+    """How disturbed the run was (host/load.py: load before it, CPU time stolen by the hypervisor
+    during it) and what that did (hold-backs, unstable figures): compare calls no regression from a
+    disturbed run (fleet/disturbance.py)."""
 
     @property
     def verdict(self) -> Verdict:

@@ -22,6 +22,7 @@ from typing import Any, Callable, Mapping, Protocol
 from perfprobe.config import RunConfig
 from perfprobe.host.facts import Facts, numa_nodes
 from perfprobe.model import Assessment
+from perfprobe.stability import SPREAD_BOUND, Relation
 
 
 class ProbeSkipped(Exception):
@@ -150,6 +151,10 @@ class Probe:
     per_device: bool = True
     """False: a GPU probe measured once over all selected GPUs together (ctx.devices; `--device`
     absent means all of them), not once per device — p2p measures pairs of GPUs."""
+    relations: tuple[Relation, ...] = ()
+    """The physical relations its figures must keep (stability.py); a figure that breaks one, or
+    whose repeats disagree beyond `spread_bound`, is re-measured and then marked unstable."""
+    spread_bound: float = SPREAD_BOUND
 
     @property
     def needs_gpu(self) -> bool:

@@ -1,9 +1,21 @@
-"""Medians and spread: every figure perfprobe shows is the median of repeats, with its spread."""
+"""Medians and spread: every figure perfprobe shows is the median of repeats, with its spread.
+
+`summarize` keeps the repeats themselves too (`samples`, in the order measured), so a report can
+carry them and `compare` can test two runs' samples against each other (Mann–Whitney U) instead of
+leaning on a noise band set by hand. `metric` turns one summary into a `model.Metric` that carries
+its statistics (`model.Spread`) into the JSON.
+"""
 
 from __future__ import annotations
 
 import statistics
-from typing import Any, Mapping, Sequence, TypedDict
+from typing import Any, Literal, Mapping, Sequence, TypedDict
+
+from perfprobe.model import Metric, Spread
+
+MAX_SAMPLES = 64
+"""Samples kept per figure. Beyond it (one latency per message, say) `samples` holds MAX_SAMPLES
+evenly spaced order statistics of the repeats, and `repeats` still says how many there were."""
 
 
 class Stat(TypedDict, total=False):
@@ -13,21 +25,54 @@ class Stat(TypedDict, total=False):
     min: float
     max: float
     iqr: float
+    mad: float
     repeats: int
+    samples: list[float]
 
 
-def summarize(samples: Sequence[float]) -> dict[str, float]:
-    """Median, min, max, interquartile range and count of `samples` (at least one)."""
+def summarize(samples: Sequence[float]) -> Stat:
+    """Median, min, max, interquartile range, median absolute deviation, count and the samples."""
     if not samples:
         raise ValueError("summarize() needs at least one sample")
-    ordered = sorted(float(s) for s in samples)
+    values = [float(s) for s in samples]
+    ordered = sorted(values)
+    median = statistics.median(ordered)
+    kept = values if len(values) <= MAX_SAMPLES else [
+        ordered[round(i * (len(ordered) - 1) / (MAX_SAMPLES - 1))] for i in range(MAX_SAMPLES)]
     return {
-        "median": statistics.median(ordered),
+        "median": median,
         "min": ordered[0],
         "max": ordered[-1],
         "iqr": _quantile(ordered, 0.75) - _quantile(ordered, 0.25),
+        "mad": statistics.median(abs(v - median) for v in ordered),
         "repeats": len(ordered),
+        "samples": [float(f"{v:.6g}") for v in kept],
     }
+
+
+def spread_of(summary: Mapping[str, Any], scale: float = 1.0) -> Spread | None:
+    """The `model.Spread` of one `summarize()` result (times `scale`, for a change of unit); None
+    when it is not a summary (an old recording's bare number)."""
+    if not isinstance(summary, Mapping) or not isinstance(summary.get("median"), (int, float)):
+        return None
+    samples = tuple(float(s) * scale for s in summary.get("samples") or ())
+    median = float(summary["median"]) * scale
+    mad = summary.get("mad")
+    if mad is None and samples:
+        mad = statistics.median(abs(s - median) for s in samples)
+    low, high = float(summary.get("min", summary["median"])) * scale, float(summary.get("max", summary["median"])) * scale
+    iqr = summary.get("iqr")
+    return Spread(n=int(summary.get("repeats") or len(samples) or 1), median=median,
+                  min=min(low, high), max=max(low, high),
+                  mad=None if mad is None else abs(float(mad) * scale),
+                  iqr=None if iqr is None else abs(float(iqr) * scale), samples=samples)
+
+
+def metric(summary: Mapping[str, Any], unit: str, digits: int = 2, scale: float = 1.0,
+           pick: Literal["median", "min", "max"] = "median") -> Metric:
+    """A Metric whose value is the summary's `pick` (the median, or the best run where a figure is
+    a best: the fastest throughput run), rounded, with the repeats' statistics beside it."""
+    return Metric(round(float(summary[pick]) * scale, digits), unit, spread=spread_of(summary, scale))
 
 
 def relative_spread(summary: Mapping[str, Any]) -> float:

@@ -19,6 +19,9 @@ def report_to_dict(report: Report) -> dict[str, Any]:
         "results": [_result(r) for r in report.results],
         "verdict": report.verdict.value,
         "duration_s": round(report.duration_s, 3),
+        "disturbance": _clean(dict(report.disturbance)),
+        "unstable": [{"probe": r.probe, "device": r.device, "metric": name, "reason": m.unstable}
+                     for r in report.results for name, m in r.metrics.items() if m.unstable],
     }
 
 
@@ -50,7 +53,21 @@ def _finding(finding: Finding) -> dict[str, Any]:
 
 
 def _metric(metric: Metric) -> dict[str, Any]:
-    return {"value": _clean(metric.value), "unit": metric.unit}
+    out: dict[str, Any] = {"value": _clean(metric.value), "unit": metric.unit}
+    if metric.spread is not None:  # a timed figure: its repeats (schema: stats)
+        s = metric.spread
+        out["stats"] = _clean({"n": s.n, "median": _sig(s.median), "min": _sig(s.min), "max": _sig(s.max),
+                               "mad": None if s.mad is None else _sig(s.mad),
+                               "iqr": None if s.iqr is None else _sig(s.iqr),
+                               "samples": [_sig(v) for v in s.samples]})
+    if metric.unstable:
+        out["unstable"] = metric.unstable
+    return out
+
+
+def _sig(value: float) -> float:
+    """Six significant digits: a timing's noise is far above that, and the JSON stays readable."""
+    return float(f"{value:.6g}")
 
 
 def _table(table: Table) -> dict[str, Any]:

@@ -1,0 +1,126 @@
+"""Which figures are unstable: repeats that disagree, or a figure that breaks a physical relation.
+
+Pure. The runner asks `unstable(metrics, relations, bound)` after judging a probe; a probe with
+unstable figures is measured once more, and whatever is still unstable then is marked (`marked`):
+the metric carries `unstable` (the reason) and nobody judges it — timing-based warns of that probe
+are held back as notes, and compare, fleet and the health check leave the figure out. pyperf's
+"the benchmark result may be unstable" is the model; unlike pyperf, perfprobe re-measures first.
+
+A probe declares its relations in `Probe.relations` with the three builders below; each probe's
+docs page lists them under "Relations".
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+from fnmatch import fnmatchcase
+from typing import Mapping, Sequence, Union
+
+from perfprobe.confirm import held_back
+from perfprobe.model import Assessment, Finding, Metric, Verdict
+
+SPREAD_BOUND = 0.10
+"""A figure whose repeats' MAD exceeds this fraction of their median is re-measured (pyperf warns
+past a standard deviation of 10% of the mean); a probe whose repeats are single messages rather
+than runs (ipc) states a wider bound."""
+MIN_REPEATS = 3
+"""Fewer repeats than this have no spread to judge (the MAD of two is half their distance)."""
+SECOND_RAW = "instability_raw"
+"""Where the runner keeps the second measurement's raw numbers (replay judges them again)."""
+
+
+@dataclass(frozen=True)
+class NotBelow:
+    """`subject` is at least `factor` × `reference` (all threads not slower than one: factor 0.9).
+    `{}` in both names is filled with each of `each` (levels, sizes)."""
+
+    subject: str
+    reference: str
+    factor: float
+    why: str
+    each: tuple[str, ...] = ("",)
+
+    def broken(self, metrics: Mapping[str, Metric]) -> list[tuple[str, str]]:
+        out = []
+        for part in self.each:
+            subject, reference = self.subject.format(part), self.reference.format(part)
+            a, b = _number(metrics.get(subject)), _number(metrics.get(reference))
+            if a is not None and b is not None and b > 0 and a < self.factor * b:
+                out.append((subject, f"{self.why}: {a:.4g} against {reference} {b:.4g}"))
+        return out
+
+
+@dataclass(frozen=True)
+class Ordered:
+    """`names` in order, each at most `factor` × the next (latency per level rises: L1 ≤ L2 ≤ …;
+    factor 1.1 allows 10% of noise). Where a pair is broken, the one that should be smaller is named."""
+
+    names: tuple[str, ...]
+    factor: float
+    why: str
+
+    def broken(self, metrics: Mapping[str, Metric]) -> list[tuple[str, str]]:
+        present = [(n, v) for n in self.names if (v := _number(metrics.get(n))) is not None]
+        out = []
+        for (low, a), (high, b) in zip(present, present[1:]):
+            if b > 0 and a > self.factor * b:
+                out.append((low, f"{self.why}: {a:.4g} against {high} {b:.4g}"))
+        return out
+
+
+@dataclass(frozen=True)
+class AtMost:
+    """Every metric matching `pattern` is at most `ceiling` (an efficiency above 1, a fraction of a
+    link above its rate)."""
+
+    pattern: str
+    ceiling: float
+    why: str
+
+    def broken(self, metrics: Mapping[str, Metric]) -> list[tuple[str, str]]:
+        return [(name, f"{self.why}: {value:.4g} above {self.ceiling:g}")
+                for name, metric in metrics.items()
+                if fnmatchcase(name, self.pattern) and (value := _number(metric)) is not None
+                and value > self.ceiling]
+
+
+Relation = Union[NotBelow, Ordered, AtMost]
+
+
+def unstable(metrics: Mapping[str, Metric], relations: Sequence[Relation] = (),
+             bound: float = SPREAD_BOUND) -> dict[str, str]:
+    """{metric: why} for every figure whose repeats disagree beyond `bound` or that breaks a relation."""
+    out: dict[str, str] = {}
+    for name, metric in metrics.items():
+        spread = metric.spread
+        relative = spread.relative_mad if spread is not None else None
+        if spread is not None and spread.n >= MIN_REPEATS and relative is not None and relative > bound:
+            out[name] = f"repeats disagree: MAD {relative:.0%} of the median over {spread.n} repeats (bound {bound:.0%})"
+    for relation in relations:
+        for name, why in relation.broken(metrics):
+            out.setdefault(name, why)
+    return out
+
+
+def marked(assessment: Assessment, found: Mapping[str, str], remeasured: bool) -> Assessment:
+    """`assessment` with each figure of `found` marked unstable, the probe's timing-based warns held
+    back (they may rest on one of them), and a note listing what was left out of judgement."""
+    if not found:
+        return assessment
+    metrics = {name: dataclasses.replace(m, unstable=found[name]) if name in found else m
+               for name, m in assessment.metrics.items()}
+    names = ", ".join(sorted(found))
+    findings = tuple(held_back(f, f"unstable figures: {names}") if f.confirm else f for f in assessment.findings)
+    after = "after a re-measurement" if remeasured else "(not re-measured)"
+    note = Finding(Verdict.PASS, f"unstable {after}, judged by nobody: "
+                   + "; ".join(f"{name} ({why})" for name, why in sorted(found.items())),
+                   "the host was busy or its clocks moved while measuring: rerun on a quiet host "
+                   "(perfprobe all --quick twice) before reading these figures")
+    return dataclasses.replace(assessment, metrics=metrics, findings=findings + (note,))
+
+
+def _number(metric: Metric | None) -> float | None:
+    if metric is None or metric.unstable or isinstance(metric.value, bool):
+        return None
+    return float(metric.value) if isinstance(metric.value, (int, float)) else None
