@@ -15,7 +15,7 @@ import traceback
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
-from perfprobe import __version__, confirm
+from perfprobe import __version__, confirm, stability
 from perfprobe.bind import BindError
 from perfprobe.config import RunConfig, UsageError
 from perfprobe.host.identity import stamped
@@ -44,6 +44,7 @@ def run(names: Sequence[str], config: RunConfig, progress: ProgressFactory = nul
     if config.fsroot is not None:
         _check_fsroot(config)
     recording = _load_replay(config) if config.replay else None
+    watch = _LoadWatch.start(config) if recording is None else None
     host = recording["host"] if recording else _read_host(config)
     host = stamped(host, keep_recorded=recording is not None)  # the run's time_utc, in the report
     probes = [load_probe(name) for name in names]
@@ -54,7 +55,8 @@ def run(names: Sequence[str], config: RunConfig, progress: ProgressFactory = nul
         binding = _apply_binding(config, host)
     except BindError as exc:  # the node was valid but the host did not honour the binding
         failed = tuple(_skipped(p.name, None, str(exc), BIND_ADVICE, Verdict.ERROR) for p in probes)
-        return Report(__version__, host, failed, time.perf_counter() - started)
+        return Report(__version__, host, failed, time.perf_counter() - started,
+                      disturbance=_disturbance(failed, watch.stop(host) if watch else {}))
     devices = _devices_for(probes, config, recording)
     together = _devices_together(probes, config, recording, devices)
     raws: dict[str, Any] = {}
@@ -71,9 +73,61 @@ def run(names: Sequence[str], config: RunConfig, progress: ProgressFactory = nul
             results.append(result)
             if raw is not None:
                 raws[key] = raw
+    measured = watch.stop(host) if watch else dict(recording.get("run") or {}) if recording else {}
     if config.record:
-        _write_recording(config.record, host, raws)
-    return Report(__version__, host, tuple(results), time.perf_counter() - started)
+        _write_recording(config.record, host, raws, measured)
+    return Report(__version__, host, tuple(results), time.perf_counter() - started,
+                  disturbance=_disturbance(results, measured))
+
+
+def _disturbance(results: Sequence[ProbeResult], measured: Mapping[str, Any]) -> dict[str, object]:
+    keyed = [(_record_key(r.probe, r.device), r.findings, r.metrics) for r in results]
+    return stability.disturbance(keyed, measured)
+
+
+@dataclasses.dataclass
+class _LoadWatch:
+    """The host's CPU ticks and this process's CPU time at the start of a live run (host/load.py):
+    at the end, how much the hypervisor stole and how much other processes used."""
+
+    root: Path | None
+    ticks: Any
+    own_cpu_s: float
+
+    @classmethod
+    def start(cls, config: RunConfig) -> "_LoadWatch | None":
+        if config.fsroot is not None:  # a captured tree: its /proc/stat is not this run's
+            return None
+        from perfprobe.host.load import cpu_times
+        from perfprobe.host.sysroot import SysRoot
+
+        return cls(None, cpu_times(SysRoot(None)), _own_cpu_s())
+
+    def stop(self, host: Mapping[str, Any]) -> dict[str, Any]:
+        import os
+
+        from perfprobe.host.load import cpu_times, others_fraction, steal_fraction
+        from perfprobe.host.sysroot import SysRoot
+
+        after = cpu_times(SysRoot(None))
+        try:
+            per_s = float(os.sysconf("SC_CLK_TCK"))
+        except (ValueError, OSError):
+            per_s = 100.0
+        steal = steal_fraction(self.ticks, after)
+        others = others_fraction(self.ticks, after, _own_cpu_s() - self.own_cpu_s, per_s)
+        usable = (host.get("cpus") or {}).get("usable")
+        return {"steal_fraction": None if steal is None else round(steal, 4),
+                "others_fraction": None if others is None else round(others, 4),
+                "usable_cpus": len(usable) if isinstance(usable, list) else None}
+
+
+def _own_cpu_s() -> float:
+    """This process's CPU time, its threads and reaped children included (ipc's worker processes)."""
+    import os
+
+    times = os.times()
+    return times.user + times.system + times.children_user + times.children_system
 
 
 def run_one(probe: Probe, ctx: ProbeContext, binding: Mapping[str, Any] | None,
@@ -95,8 +149,8 @@ def run_one(probe: Probe, ctx: ProbeContext, binding: Mapping[str, Any] | None,
     except Exception as exc:  # noqa: BLE001 - the one place that turns any failure into a result
         return _failed(probe.name, ctx.device, "measuring", exc, started), None
     try:
-        assessment = probe.judge(raw, ctx.host)
-        assessment = _confirmed(probe, ctx, raw, assessment, replayed is not None)
+        assessment = _judged(probe, ctx, raw, replayed is not None)
+        assessment = _stable(probe, ctx, raw, assessment, replayed is not None)
     except Exception as exc:  # noqa: BLE001
         return _failed(probe.name, ctx.device, "judging", exc, started), raw
     facts = dict(assessment.facts)
@@ -108,6 +162,42 @@ def run_one(probe: Probe, ctx: ProbeContext, binding: Mapping[str, Any] | None,
         duration_s=time.perf_counter() - started, tables=tuple(assessment.tables),
         curves=tuple(assessment.curves), key_figure=assessment.key_figure, device=ctx.device)
     return result, raw
+
+
+def _judged(probe: Probe, ctx: ProbeContext, raw: dict[str, Any], replaying: bool) -> Assessment:
+    """judge, then confirm its timing-based warns."""
+    return _confirmed(probe, ctx, raw, probe.judge(raw, ctx.host), replaying)
+
+
+def _stable(probe: Probe, ctx: ProbeContext, raw: dict[str, Any], first: Assessment,
+            replaying: bool) -> Assessment:
+    """Figures whose repeats disagree or that break a relation (stability.py): the probe is measured
+    once more (kept in raw[stability.SECOND_RAW], so a replay judges the same), the measurement with
+    fewer unstable figures stands, and what is unstable in it is marked and judged by nobody. A
+    second measurement that fails leaves the first, marked."""
+    found = stability.unstable(first.metrics, probe.relations, probe.spread_bound)
+    if not found:
+        return first
+    second_raw = raw.get(stability.SECOND_RAW)
+    if second_raw is None and not replaying:
+        try:
+            second_raw = _measure(probe, ctx)
+        except KeyboardInterrupt:
+            raise
+        except Exception:  # noqa: BLE001 - the first measurement stands, its unstable figures marked
+            second_raw = None
+        if second_raw is not None:
+            raw[stability.SECOND_RAW] = second_raw
+    if second_raw is None:
+        return stability.marked(first, found, remeasured=False)
+    try:
+        second = _judged(probe, ctx, second_raw, replaying)
+    except Exception:  # noqa: BLE001 - numbers that cannot be judged: the first stands, marked
+        return stability.marked(first, found, remeasured=True)
+    found_again = stability.unstable(second.metrics, probe.relations, probe.spread_bound)
+    if len(found_again) < len(found):
+        return stability.marked(second, found_again, remeasured=True)
+    return stability.marked(first, found, remeasured=True)
 
 
 def _confirmed(probe: Probe, ctx: ProbeContext, raw: dict[str, Any], first: Assessment,
@@ -141,7 +231,8 @@ def _remeasure(probe: Probe, ctx: ProbeContext, raw: Mapping[str, Any],
         return None
     try:
         with preserved():
-            second: dict[str, Any] = remeasure(ctx, {k: v for k, v in raw.items() if k != confirm.SECOND_RAW}, keys)
+            second: dict[str, Any] = remeasure(ctx, {k: v for k, v in raw.items()
+                                                     if k not in (confirm.SECOND_RAW, stability.SECOND_RAW)}, keys)
     except KeyboardInterrupt:
         raise
     except Exception:  # noqa: BLE001 - an unconfirmed warn stands as first judged
@@ -149,11 +240,13 @@ def _remeasure(probe: Probe, ctx: ProbeContext, raw: Mapping[str, Any],
     return second
 
 
-def _write_recording(path: Path, host: Mapping[str, Any], raws: Mapping[str, Any]) -> None:
-    """Write --record; the path was checked writable before the run, so a failure here (disk full,
-    the folder removed) is said on stderr and the report is still rendered, never a traceback."""
+def _write_recording(path: Path, host: Mapping[str, Any], raws: Mapping[str, Any],
+                     measured: Mapping[str, Any]) -> None:
+    """Write --record (with `run`: how disturbed the run was, so a replay reports the same); the
+    path was checked writable before the run, so a failure here (disk full, the folder removed) is
+    said on stderr and the report is still rendered, never a traceback."""
     try:
-        path.write_text(json.dumps({"host": host, "raw": raws}, indent=1, default=str))
+        path.write_text(json.dumps({"host": host, "raw": raws, "run": dict(measured)}, indent=1, default=str))
     except OSError as exc:
         sys.stderr.write(f"perfprobe: --record {path}: cannot write ({exc.strerror or exc}); "
                          "the report is still printed\n")

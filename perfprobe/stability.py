@@ -124,3 +124,34 @@ def _number(metric: Metric | None) -> float | None:
     if metric is None or metric.unstable or isinstance(metric.value, bool):
         return None
     return float(metric.value) if isinstance(metric.value, (int, float)) else None
+
+
+STEAL_LIMIT = 0.05
+"""A run that lost more than 5% of its CPU time to the hypervisor is disturbed."""
+OTHERS_LIMIT = 0.25
+"""A run during which other processes used more than a quarter of the host's CPU time is disturbed."""
+HELD_BACK = "held back ("
+NOT_CONFIRMED = "not confirmed on a re-measurement"
+
+
+def disturbance(results: Sequence[tuple[str, Sequence[Finding], Mapping[str, Metric]]],
+                measured: Mapping[str, float | int | None]) -> dict[str, object]:
+    """How disturbed a run was, and whether compare and the health check may call a regression
+    from it. `results`: (probe key, findings, metrics) of each result; `measured`: the run's
+    `steal_fraction`, `others_fraction` (host/load.py) and `usable_cpus`. A busy-host or shared-GPU
+    hold-back says the probe itself saw the load; an unstable figure is left out on its own and
+    does not disturb the rest; a warn not confirmed on a re-measurement was a transient, counted."""
+    held = [key for key, findings, _ in results for f in findings
+            if f.message.startswith(HELD_BACK) and not f.message.startswith(f"{HELD_BACK}unstable figures")]
+    unconfirmed = sum(f.message.startswith(NOT_CONFIRMED) for _, findings, _ in results for f in findings)
+    unstable_count = sum(bool(m.unstable) for _, _, metrics in results for m in metrics.values())
+    steal, others = measured.get("steal_fraction"), measured.get("others_fraction")
+    why = []
+    if steal is not None and steal > STEAL_LIMIT:
+        why.append(f"the hypervisor took {steal:.0%} of the CPU time (over {STEAL_LIMIT:.0%})")
+    if others is not None and others > OTHERS_LIMIT:
+        why.append(f"other processes used {others:.0%} of the host's CPU time (over {OTHERS_LIMIT:.0%})")
+    if held:
+        why.append(f"load held back findings of {', '.join(sorted(set(held)))}")
+    return {**measured, "held_back": len(held), "not_confirmed": unconfirmed, "unstable": unstable_count,
+            "disturbed": bool(why), "why": why}

@@ -25,8 +25,36 @@ def _replayed(recording: str, names: tuple[str, ...]) -> str:
 
 
 def replayed(recording: str, names: tuple[str, ...] | None = None) -> dict[str, Any]:
-    """A fresh copy of the report the real runner makes from a recording in tests/data."""
-    return json.loads(_replayed(recording, names or tuple(all_probe_names())))
+    """A fresh copy of the report the real runner makes from a recording in tests/data. Recordings
+    made before summarize() kept its repeats carry n, min, median and max only: their `samples` are
+    filled in here as n points spread from min through the median to max (synthetic), so compare's test has samples of the recorded spread."""
+    report = json.loads(_replayed(recording, names or tuple(all_probe_names())))
+    for result in report["results"]:
+        for metric in result["metrics"].values():
+            stats = metric.get("stats")
+            if stats and not stats.get("samples") and stats["n"] >= 2:
+                stats["samples"] = _spread_points(stats["min"], stats["median"], stats["max"], stats["n"])
+    return report
+
+
+def _spread_points(low: float, median: float, high: float, n: int) -> list[float]:
+    """n points from `low` to `high`, half below the median and half above, evenly."""
+    out = []
+    for i in range(n):
+        q = i / (n - 1)
+        out.append(low + (median - low) * 2 * q if q <= 0.5 else median + (high - median) * (2 * q - 1))
+    return out
+
+
+def scale_metric(metric: dict[str, Any], factor: float) -> None:
+    """A metric's value and everything in its stats moved by `factor` (a host, or a planted change)."""
+    metric["value"] *= factor
+    stats = metric.get("stats")
+    if stats:
+        for key in ("median", "min", "max", "mad", "iqr"):
+            if isinstance(stats.get(key), (int, float)):
+                stats[key] *= factor
+        stats["samples"] = [v * factor for v in stats.get("samples") or []]
 
 
 def h200() -> dict[str, Any]:
@@ -42,16 +70,15 @@ def as_host(report: dict[str, Any], name: str, seed: int, jitter: float = 0.03) 
     rng = random.Random(seed)
     for result in out["results"]:
         for metric in result["metrics"].values():
-            value = metric["value"]
-            if isinstance(value, float):
-                metric["value"] = value * (1 + rng.uniform(-jitter, jitter))
+            if isinstance(metric["value"], float):
+                scale_metric(metric, 1 + rng.uniform(-jitter, jitter))
     return out
 
 
 def set_metric(report: dict[str, Any], probe: str, device: int | None, name: str, factor: float) -> None:
     for result in report["results"]:
         if result["probe"] == probe and result["device"] == device:
-            result["metrics"][name]["value"] *= factor
+            scale_metric(result["metrics"][name], factor)
             return
     raise KeyError((probe, device, name))
 

@@ -69,7 +69,7 @@ def test_fleet_baseline_out_then_compare_and_healthcheck_accept_it(fleet_dir, tm
 
 
 @pytest.mark.parametrize("damage, words", [
-    (lambda r: {**r, "schema_version": 2}, "schema_version 2"),
+    (lambda r: {**r, "schema_version": 1}, "schema_version 1"),
     (lambda r: json.dumps(r)[:500], "truncated"),
     (lambda r: {"hello": 1}, "not a perfprobe report"),
 ])

@@ -12,6 +12,7 @@ from typing import Any, Mapping
 
 from perfprobe import __version__
 from perfprobe.config import UsageError
+from perfprobe.fleet.compare import Figure, report_reference
 from perfprobe.fleet.facts import flat_facts
 from perfprobe.fleet.outliers import spread
 from perfprobe.fleet.peers import Fleet, Group
@@ -19,7 +20,10 @@ from perfprobe.fleet.reports import numeric_metrics, verdicts
 from perfprobe.fleet.signature import differences, label, same_hardware, signature
 from perfprobe.host.identity import run_time_utc
 
-BASELINE_VERSION = 1
+BASELINE_VERSION = 2
+"""2: each metric keeps its hosts' values (`values`) and their repeats pooled (`samples`, at most
+POOLED a metric), which compare and the health check test a report's repeats against."""
+POOLED = 256
 KEY = "perfprobe_baseline"
 
 
@@ -36,20 +40,32 @@ def build(fleet: Fleet) -> dict[str, Any]:
 def _group(group: Group) -> dict[str, Any]:
     left_out = {(o.host, o.metric) for o in group.outliers}
     values: dict[str, list[float]] = {}
+    pooled: dict[str, list[float]] = {}
     units: dict[str, str] = {}
     for host, report in group.reports.items():
+        figures = report_reference(report)
         for key, (value, unit) in numeric_metrics(report).items():
             if (host, key) not in left_out:
                 values.setdefault(key, []).append(value)
+                pooled.setdefault(key, []).extend(figures[key].samples if key in figures else ())
                 units[key] = unit
     stats = {key: spread(vals) for key, vals in sorted(values.items())}
     return {
         "label": group.label, "signature": group.signature, "hosts": list(group.hosts),
-        "metrics": {key: {"median": s.median, "mad": s.mad, "n": s.n, "unit": units[key]}
+        "metrics": {key: {"median": s.median, "mad": s.mad, "n": s.n, "unit": units[key],
+                          "values": sorted(values[key]), "samples": _thinned(pooled[key])}
                     for key, s in stats.items()},
         "facts": _majority([flat_facts(r.get("host") or {}) for r in group.reports.values()]),
         "verdicts": _majority([verdicts(r) for r in group.reports.values()]),
     }
+
+
+def _thinned(samples: list[float]) -> list[float]:
+    """At most POOLED of the pooled repeats, evenly spaced order statistics past that."""
+    ordered = sorted(samples)
+    if len(ordered) <= POOLED:
+        return ordered
+    return [ordered[round(i * (len(ordered) - 1) / (POOLED - 1))] for i in range(POOLED)]
 
 
 def _majority(rows: list[dict[str, str]]) -> dict[str, str]:
@@ -79,7 +95,11 @@ def group_for(data: Mapping[str, Any], host: Mapping[str, Any], source: str) -> 
     raise UsageError(f"{source}: no group for this hardware ({label(sig)}); nearest differs in {why}")
 
 
-def reference(group: Mapping[str, Any]) -> dict[str, tuple[float, float, str]]:
-    """{metric: (median, mad, unit)} of one baseline group."""
-    return {key: (float(v["median"]), float(v.get("mad") or 0.0), str(v.get("unit", "")))
+def reference(group: Mapping[str, Any]) -> dict[str, Figure]:
+    """{metric: Figure} of one baseline group: the hosts' median, their repeats pooled as the
+    samples a report is tested against (each host's value where no repeats were kept), and their
+    MAD across hosts as the spread."""
+    return {key: Figure(float(v["median"]), str(v.get("unit", "")),
+                        tuple(float(x) for x in v.get("samples") or v.get("values") or ()),
+                        float(v.get("mad") or 0.0))
             for key, v in (group.get("metrics") or {}).items()}

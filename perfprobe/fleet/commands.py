@@ -23,7 +23,7 @@ JsonOpt = Annotated[bool, typer.Option("--json", help="Print the result as JSON 
 BaselineOutOpt = Annotated[Optional[Path], typer.Option(
     "--baseline-out", metavar="FILE", help="Write a baseline (per hardware group: median and MAD per metric).")]
 ThresholdOpt = Annotated[float, typer.Option("--threshold", metavar="RATIO", show_default=False, help=(
-    "Smallest change that counts, 0 to 10 (default 0.10 = 10%), beside each metric's noise."))]
+    "Smallest change that counts, 0 to 10 (default 0.10 = 10%), if significant on the samples."))]
 
 
 def register(app: typer.Typer) -> None:
@@ -39,8 +39,10 @@ def compare(base: Annotated[Path, typer.Argument(metavar="BASE", help="A report 
             new: Annotated[Path, typer.Argument(metavar="NEW", help="A report of the run to judge.")],
             json_out: JsonOpt = False, threshold: ThresholdOpt = 0.10,
             mixed: Annotated[bool, typer.Option("--mixed", help="Compare reports of different hardware anyway.")] = False,
-            show_all: Annotated[bool, typer.Option("--all", help="List metrics within the noise too.")] = False) -> None:
-    """Two runs metric by metric: regressions beyond the noise, and the host facts that differ."""
+            show_all: Annotated[bool, typer.Option("--all", help=(
+                "Judge every figure, not only the key figures, and list those with no significant change too."))] = False) -> None:
+    """Two runs figure by figure: regressions a Mann-Whitney test on both runs' samples calls
+    significant and beyond --threshold, and the host facts that differ."""
     from perfprobe.fleet import baseline as bl
     from perfprobe.fleet import compare as cmp
     from perfprobe.fleet import reports, show
@@ -55,18 +57,20 @@ def compare(base: Annotated[Path, typer.Argument(metavar="BASE", help="A report 
     notes: list[str] = []
     if bl.is_baseline(base_in.data):
         group = bl.group_for(base_in.data, new_host, f"BASE {base}")
-        ref, facts, scale = bl.reference(group), dict(group.get("facts") or {}), cmp.MAD_TO_SIGMA
+        ref, facts = bl.reference(group), dict(group.get("facts") or {})
         base_name = f"baseline ({len(group.get('hosts') or [])} hosts)"
+        why = cmp.disturbed(new_in.data, "NEW")
     else:
         differ = differences(signature(base_in.data["host"]), signature(new_host))
         if differ and not mixed:
             raise UsageError(f"BASE and NEW are different hardware ({'; '.join(differ)}): compare runs of one kind "
                              "of host, or pass --mixed")
         notes += [f"different hardware, compared anyway (--mixed): {'; '.join(differ)}"] if differ else []
-        ref, facts, scale = cmp.report_reference(base_in.data), flat_facts(base_in.data["host"]), 1.0
+        ref, facts = cmp.report_reference(base_in.data), flat_facts(base_in.data["host"])
         base_name = base_in.name
+        why = cmp.disturbed(base_in.data, "BASE") + cmp.disturbed(new_in.data, "NEW")
     result = cmp.compare(ref, cmp.report_reference(new_in.data), facts, flat_facts(new_host),
-                         cmp.probe_advice(new_in.data), threshold, scale)
+                         cmp.probe_advice(new_in.data), threshold, judge_all=show_all, disturbed_because=why)
     result.notes += notes
     if json_out:
         sys.stdout.write(json.dumps(show.comparison_json(result), indent=2) + "\n")

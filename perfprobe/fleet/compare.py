@@ -1,26 +1,50 @@
-"""Two runs compared metric by metric: the change as a ratio, judged against the noise.
+"""Two runs compared figure by figure: a change is a regression only when a significance test on
+both sides' samples says the runs differ *and* the change is larger than the smallest that counts.
 
-A change is a regression only when it goes the worse way by more than the metric's noise band:
-the larger of the threshold (10% by default), the run-to-run noise one healthy host shows on that
-metric (metrics.KNOWN_NOISE), and three spreads of either side where the side recorded one (a
-baseline's MAD, a metric's `spread`). Numbers without a better direction (counts, bytes, flags) that
-differ are listed as changed; host facts that differ are listed beside, since they explain most
-regressions.
+The test is Mann–Whitney U (scipy.stats.mannwhitneyu, two-sided), on the repeats each report keeps
+per timed figure (`stats.samples`), as Go's benchstat and google-benchmark's compare.py do; against
+a baseline, the baseline hosts' values are the base's samples. The smallest change that counts is
+the larger of `threshold` (10% by default) and, against a baseline, three of the baseline hosts'
+spreads (1.4826 MAD ≈ one sigma) — measured across the fleet, never a band set by hand. A figure
+with fewer than MIN_SAMPLES samples on a side cannot be tested and is not called (it is counted as
+untested). An unstable figure (`unstable` in the report) is judged by nobody. Numbers without a
+better direction (counts, bytes) that differ are listed as changed; host facts that differ are
+listed beside, since they explain most regressions. By default only the key figures are judged
+(metrics.KEY_METRICS); `judge_all` judges every figure. A run the report calls disturbed
+(`disturbance.disturbed`) is not judged for regressions at all: the comparison says so.
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
-from typing import Any, Mapping
+from typing import Any, Mapping, Sequence
 
 from perfprobe.fleet import metrics as m
 from perfprobe.fleet.facts import differing
 
 THRESHOLD = 0.10
+ALPHA = 0.05
+"""Two-sided significance level of the Mann–Whitney U test."""
+MIN_SAMPLES = 4
+"""Fewer samples a side than this cannot reach ALPHA (3 against 3: the smallest two-sided p is 0.1)."""
 SPREADS = 3.0
 MAD_TO_SIGMA = 1.4826
 
-Reference = Mapping[str, tuple[float, float, str]]   # metric -> (value, spread, unit)
+
+@dataclass(frozen=True)
+class Figure:
+    """One side of a comparison: the figure's value, unit and samples; `spread` is a baseline's
+    across-host MAD (0 for a report: its samples carry its noise); `unstable` the report's reason."""
+
+    value: float
+    unit: str
+    samples: tuple[float, ...] = ()
+    spread: float = 0.0
+    unstable: str | None = None
+
+
+Reference = Mapping[str, Figure]
 
 
 @dataclass(frozen=True)
@@ -30,9 +54,12 @@ class Change:
     base: float
     new: float
     ratio: float | None     # new / base
-    band: float             # the relative change that is still noise
-    kind: str               # "regression", "improvement", "noise", "changed", "same"
+    band: float             # the smallest relative change that counts
+    kind: str               # "regression", "improvement", "no significant change", "untested",
+                            # "unstable", "changed", "same", "not called (disturbed run)"
     advice: str = ""
+    p_value: float | None = None
+    samples: tuple[int, int] = (0, 0)   # how many samples each side had
 
 
 @dataclass
@@ -42,6 +69,8 @@ class Comparison:
     only_base: list[str] = field(default_factory=list)
     only_new: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    disturbed: list[str] = field(default_factory=list)
+    """Why either run was disturbed: when not empty, no regression is called."""
 
     @property
     def regressions(self) -> list[Change]:
@@ -52,49 +81,82 @@ class Comparison:
         return [c for c in self.changes if c.kind == "improvement"]
 
 
-def report_reference(report: Mapping[str, Any]) -> dict[str, tuple[float, float, str]]:
-    """{metric: (value, spread, unit)} of a report; spread 0 where the metric recorded none."""
+def report_reference(report: Mapping[str, Any]) -> dict[str, Figure]:
+    """{"cache:latency_ns.L1": Figure} for every numeric metric of a report, with its samples."""
     from perfprobe.fleet.reports import result_key
 
-    out: dict[str, tuple[float, float, str]] = {}
+    out: dict[str, Figure] = {}
     for result in report.get("results") or []:
         for name, metric in (result.get("metrics") or {}).items():
             value = metric.get("value") if isinstance(metric, dict) else None
-            if isinstance(value, (int, float)) and not isinstance(value, bool):
-                spread = metric.get("spread")
-                spread = float(spread) if isinstance(spread, (int, float)) else 0.0
-                out[f"{result_key(result)}:{name}"] = (float(value), spread, str(metric.get("unit", "")))
+            if isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value):
+                stats = metric.get("stats") if isinstance(metric.get("stats"), dict) else {}
+                samples = tuple(float(s) for s in stats.get("samples") or ()
+                                if isinstance(s, (int, float)) and not isinstance(s, bool) and math.isfinite(s))
+                unstable = metric.get("unstable")
+                out[f"{result_key(result)}:{name}"] = Figure(float(value), str(metric.get("unit", "")), samples,
+                                                             unstable=str(unstable) if unstable else None)
     return out
+
+
+def disturbed(report: Mapping[str, Any], side: str) -> list[str]:
+    """Why a report's run was disturbed ("NEW: the hypervisor took 9% …"), [] when it was not."""
+    record = report.get("disturbance")
+    if not isinstance(record, dict) or record.get("disturbed") is not True:
+        return []
+    why = [str(w) for w in record.get("why") or []] or ["the run marked itself disturbed"]
+    return [f"{side}: {w}" for w in why]
 
 
 def compare(base: Reference, new: Reference, base_facts: Mapping[str, str], new_facts: Mapping[str, str],
             advice: Mapping[str, str] | None = None, threshold: float = THRESHOLD,
-            spread_scale: float = 1.0) -> Comparison:
-    """Every metric both sides have, judged; `spread_scale` turns a side's spread into a sigma
-    (MAD_TO_SIGMA for a baseline's MAD, 1 for a recorded standard spread)."""
-    changes = [judge(key, base[key], new[key], threshold, spread_scale, (advice or {}).get(key.split(":")[0], ""))
-               for key in base if key in new]
+            judge_all: bool = False, disturbed_because: Sequence[str] = ()) -> Comparison:
+    """Every figure both sides have (the key figures only unless `judge_all`), judged."""
+    keys = [key for key in base if key in new and (judge_all or m.is_key(key, new[key].unit))]
+    changes = [judge(key, base[key], new[key], threshold, (advice or {}).get(key.split(":")[0], ""))
+               for key in keys]
+    if disturbed_because:
+        changes = [_not_called(c) if c.kind == "regression" else c for c in changes]
     return Comparison(changes=changes, facts=differing(base_facts, new_facts),
-                      only_base=sorted(set(base) - set(new)), only_new=sorted(set(new) - set(base)))
+                      only_base=sorted(set(base) - set(new)), only_new=sorted(set(new) - set(base)),
+                      disturbed=list(disturbed_because))
 
 
-def judge(key: str, base: tuple[float, float, str], new: tuple[float, float, str], threshold: float,
-          spread_scale: float = 1.0, advice: str = "") -> Change:
-    (b, b_spread, unit), (n, n_spread, _) = base, new
-    band = max(m.noise(key, threshold), _relative(SPREADS * spread_scale * b_spread, b),
-               _relative(SPREADS * n_spread, n))
+def judge(key: str, base: Figure, new: Figure, threshold: float = THRESHOLD, advice: str = "") -> Change:
+    """One figure: same, changed (no better direction), unstable, untested (too few samples), no
+    significant change, or a regression / improvement (significant and beyond the band)."""
+    b, n = base.value, new.value
+    band = max(threshold, _relative(SPREADS * MAD_TO_SIGMA * base.spread, b))
     ratio = n / b if b else None
-    direction = m.better(key, unit)
-    if n == b:
+    counts = (len(base.samples), len(new.samples))
+    p_value = None
+    direction = m.better(key, new.unit)
+    if base.unstable or new.unstable:
+        kind = "unstable"
+    elif n == b:
         kind = "same"
     elif direction is None:
         kind = "changed"
-    elif ratio is None or abs(ratio - 1) <= band:
-        kind = "noise"
+    elif min(counts) < MIN_SAMPLES:
+        kind = "untested"
     else:
-        worse = (ratio < 1) == (direction == "higher")
-        kind = "regression" if worse else "improvement"
-    return Change(key, unit, b, n, ratio, band, kind, advice if kind == "regression" else "")
+        p_value = significance(base.samples, new.samples)
+        if ratio is None or abs(ratio - 1) <= band or p_value >= ALPHA:
+            kind = "no significant change"
+        else:
+            worse = (ratio < 1) == (direction == "higher")
+            kind = "regression" if worse else "improvement"
+    return Change(key, new.unit, b, n, ratio, band, kind, advice if kind == "regression" else "",
+                  p_value, counts)
+
+
+def significance(a: Sequence[float], b: Sequence[float]) -> float:
+    """The two-sided Mann–Whitney U p-value of two samples (1.0 where every value is the same)."""
+    from scipy.stats import mannwhitneyu
+
+    if len(set(a) | set(b)) <= 1:
+        return 1.0
+    return float(mannwhitneyu(a, b, alternative="two-sided").pvalue)
 
 
 def probe_advice(report: Mapping[str, Any]) -> dict[str, str]:
@@ -108,6 +170,12 @@ def probe_advice(report: Mapping[str, Any]) -> dict[str, str]:
         text = next((f.get("advice") for f in findings if f.get("advice")), "")
         out[result_key(result)] = str(text or "")
     return out
+
+
+def _not_called(change: Change) -> Change:
+    from dataclasses import replace
+
+    return replace(change, kind="not called (disturbed run)", advice="")
 
 
 def _relative(amount: float, of: float) -> float:

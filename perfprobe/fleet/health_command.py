@@ -75,6 +75,9 @@ def healthcheck(
         found = hc.confirmed(found, hc.problems(again, group, rules))
     action = _act(mode, node_name, found, dry_run)
     message = hc.reason(found) if found else "healthy against the baseline"
+    held = hc.disturbed(report, "this run")
+    if held:  # facts and verdicts were judged; figures were not
+        message += f" (no figure judged, the run was disturbed: {'; '.join(held)})"
     _say(json_out, {"node": node_name, "healthy": not found, "action": action, "message": message,
                     "problems": found})
     raise typer.Exit(1 if found else 0)

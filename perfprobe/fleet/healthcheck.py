@@ -6,9 +6,11 @@ of the `Policy` fields):
 - a probe the baseline's hosts measured that is skipped here drains (a GPU gone, CPUs taken away);
 - a host fact that differs from the baseline drains for the facts in `facts` (usable and online
   CPUs, GPU count and links, NUMA nodes, the locked-memory limit, huge pages);
-- a key metric worse than the baseline's median by more than max(`regression`, its noise, 3 MADs)
-  drains, if a re-measurement of that probe shows it again (a timing is confirmed before it drains;
-  this costs time only when something looks wrong);
+- a key metric worse than the baseline's median by more than max(`regression`, 3 of the baseline
+  hosts' spreads), with a Mann–Whitney test of its repeats against the baseline hosts' values
+  significant (compare.judge), drains if a re-measurement of that probe shows it again (a timing is
+  confirmed before it drains; this costs time only when something looks wrong); a figure the run
+  marked unstable never drains, and a run that marked itself disturbed drains on no metric;
 - a `warn` does not drain (`drain_on_warn: false`): warnings are what perfprobe says of a host's
   set-up, and many of them are true of every healthy host of a kind.
 Only nodes whose drain reason starts with REASON_PREFIX are ever resumed.
@@ -25,7 +27,7 @@ from typing import Any, Mapping
 from perfprobe.config import UsageError
 from perfprobe.fleet import metrics as m
 from perfprobe.fleet.baseline import reference
-from perfprobe.fleet.compare import MAD_TO_SIGMA, judge
+from perfprobe.fleet.compare import disturbed, judge
 from perfprobe.fleet.compare import report_reference as measured
 from perfprobe.fleet.facts import flat_facts
 from perfprobe.fleet.reports import result_key
@@ -40,7 +42,7 @@ class Policy:
     drain_on_error: bool = True
     drain_on_warn: bool = False
     drain_on_skip: bool = True
-    regression: float = 0.20
+    regression: float = 0.10
     facts: tuple[str, ...] = ("usable CPUs", "online CPUs", "GPUs", "GPU * link", "NUMA nodes",
                               "memlock", "huge pages")
     metrics: tuple[str, ...] = m.KEY_METRICS
@@ -77,7 +79,7 @@ def load_policy(path: Path | None) -> Policy:
 def problems(report: Mapping[str, Any], group: Mapping[str, Any], policy: Policy = DEFAULT_POLICY) -> list[str]:
     """What is wrong with this host by `policy`, each as 'what: value vs baseline'; [] when healthy."""
     found = _verdict_problems(report, group, policy) + _fact_problems(report, group, policy)
-    return found + _metric_problems(report, group, policy)
+    return found + ([] if disturbed(report, "run") else _metric_problems(report, group, policy))
 
 
 def reason(found: list[str]) -> str:
@@ -144,9 +146,9 @@ def _metric_problems(report: Mapping[str, Any], group: Mapping[str, Any], policy
     base, new = reference(group), measured(report)
     out = []
     for key in sorted(set(base) & set(new)):
-        if not m.is_key(key, base[key][2], policy.metrics) or _ignored(key, policy):
+        if not m.is_key(key, base[key].unit, policy.metrics) or _ignored(key, policy):
             continue
-        change = judge(key, base[key], new[key], policy.regression, MAD_TO_SIGMA)
+        change = judge(key, base[key], new[key], policy.regression)
         if change.kind == "regression":
             pct = f"{(change.ratio - 1) * 100:+.0f}%" if change.ratio is not None else "from 0"
             out.append(f"{key} {_num(change.new)} {change.unit} vs baseline {_num(change.base)} ({pct})")

@@ -138,12 +138,13 @@ def result_key(result: Mapping[str, Any]) -> str:
 
 
 def numeric_metrics(report: Mapping[str, Any]) -> dict[str, tuple[float, str]]:
-    """{"cache:latency_ns.L1": (value, unit)} for every numeric metric of every result."""
+    """{"cache:latency_ns.L1": (value, unit)} for every numeric metric of every result; a figure
+    marked unstable is left out (judged by nobody: no outlier, no baseline value)."""
     out: dict[str, tuple[float, str]] = {}
     for result in report.get("results") or []:
         for name, metric in (result.get("metrics") or {}).items():
             value = metric.get("value") if isinstance(metric, dict) else None
-            if isinstance(value, (int, float)) and not isinstance(value, bool):
+            if isinstance(value, (int, float)) and not isinstance(value, bool) and not metric.get("unstable"):
                 out[f"{result_key(result)}:{name}"] = (float(value), str(metric.get("unit", "")))
     return out
 

@@ -12,22 +12,33 @@ from perfprobe.fleet.reports import result_key
 UNKNOWN = "unknown"
 
 
+QUIET = ("no significant change", "same")
+
+
 def comparison_lines(c: Comparison, base_name: str, new_name: str, show_all: bool = False) -> list[Any]:
     from rich.table import Table
 
     table = Table(title=f"{base_name} → {new_name}", title_justify="left")
-    for column in ("metric", "base", "new", "change", "noise band", "judged"):
-        table.add_column(column, justify="right" if column in ("base", "new", "change", "noise band") else "left")
-    style = {"regression": "bold red", "improvement": "green", "changed": "yellow"}
-    shown = [ch for ch in c.changes if show_all or ch.kind in ("regression", "improvement", "changed")]
+    for column in ("metric", "base", "new", "change", "p (U test)", "counts from", "judged"):
+        table.add_column(column, justify="left" if column in ("metric", "judged") else "right")
+    style = {"regression": "bold red", "improvement": "green", "changed": "yellow", "unstable": "yellow"}
+    shown = [ch for ch in c.changes if show_all or ch.kind not in QUIET + ("untested",)]
     for ch in shown:
         change = f"{ch.ratio:.3f}x" if ch.ratio is not None else "from 0"
-        table.add_row(ch.metric, f"{ch.base:.4g} {ch.unit}", f"{ch.new:.4g} {ch.unit}", change,
+        p_value = "" if ch.p_value is None else f"{ch.p_value:.3g}"
+        table.add_row(ch.metric, f"{ch.base:.4g} {ch.unit}", f"{ch.new:.4g} {ch.unit}", change, p_value,
                       f"±{ch.band:.0%}", f"[{style.get(ch.kind, '')}]{ch.kind}[/]" if ch.kind in style else ch.kind)
     out: list[Any] = [table] if shown else []
-    quiet = sum(1 for ch in c.changes if ch.kind in ("noise", "same"))
-    out.append(f"{len(c.changes)} metrics in both; {len(c.regressions)} regression(s), "
-               f"{len(c.improvements)} improvement(s), {quiet} within the noise")
+    quiet = sum(1 for ch in c.changes if ch.kind in QUIET)
+    counts = {kind: sum(1 for ch in c.changes if ch.kind == kind)
+              for kind in ("untested", "unstable", "not called (disturbed run)")}
+    extra = "".join(f", {n} {kind}" for kind, n in counts.items() if n)
+    out.append(f"{len(c.changes)} figures judged; {len(c.regressions)} regression(s), "
+               f"{len(c.improvements)} improvement(s), {quiet} with no significant change{extra}")
+    if c.disturbed:
+        out.append("[yellow]no regression called: a run was disturbed[/] (" + "; ".join(c.disturbed) + ")")
+    elif not c.regressions:
+        out.append("no significant change" if not c.improvements else "no significant regression")
     if c.facts:
         facts = Table(title="Host facts that differ", title_justify="left")
         for column in ("fact", base_name, new_name):
@@ -46,7 +57,7 @@ def comparison_lines(c: Comparison, base_name: str, new_name: str, show_all: boo
 
 def comparison_json(c: Comparison) -> dict[str, Any]:
     return {"regressions": len(c.regressions), "improvements": len(c.improvements),
-            "changes": [asdict(ch) for ch in c.changes],
+            "disturbed": c.disturbed, "changes": [asdict(ch) for ch in c.changes],
             "facts": [{"fact": n, "base": a, "new": b} for n, a, b in c.facts],
             "only_base": c.only_base, "only_new": c.only_new, "notes": c.notes}
 
