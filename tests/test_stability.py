@@ -1,0 +1,97 @@
+"""Unstable figures and disturbed runs (stability.py), and the host's load readings (host/load.py)."""
+
+from __future__ import annotations
+
+import pytest
+
+from perfprobe import stability
+from perfprobe.host.load import CpuTimes, cpu_times, load_average, others_fraction, steal_fraction
+from perfprobe.host.sysroot import SysRoot
+from perfprobe.model import Assessment, Finding, Metric, Spread, Verdict
+
+
+def timed(value: float, mad: float, n: int = 5) -> Metric:
+    return Metric(value, "GB/s", Spread(n=n, median=value, min=value - 2 * mad, max=value + 2 * mad, mad=mad))
+
+
+def test_repeats_that_disagree_beyond_the_bound_are_unstable():
+    found = stability.unstable({"a": timed(100.0, 11.0), "b": timed(100.0, 9.0)})
+    assert list(found) == ["a"] and "MAD 11%" in found["a"]
+
+
+def test_too_few_repeats_have_no_spread_to_judge():
+    assert stability.unstable({"a": timed(100.0, 50.0, n=2)}) == {}
+
+
+def test_a_stated_bound_replaces_the_default():
+    assert stability.unstable({"a": timed(100.0, 20.0)}, bound=0.25) == {}
+
+
+@pytest.mark.parametrize("all_threads, broken", [(80.0, True), (95.0, False), (180.0, False)])
+def test_all_threads_slower_than_one_breaks_not_below(all_threads, broken):
+    relation = stability.NotBelow("read.{}.all", "read.{}.1t", 0.9, "all threads slower than one", each=("L1",))
+    metrics = {"read.L1.all": Metric(all_threads, "GB/s"), "read.L1.1t": Metric(100.0, "GB/s")}
+    assert bool(stability.unstable(metrics, (relation,))) is broken
+
+
+def test_ordered_names_the_level_that_should_be_smaller():
+    relation = stability.Ordered(("lat.L1", "lat.L2", "lat.L3"), 1.1, "a level faster than the one above")
+    metrics = {"lat.L1": Metric(1.0, "ns"), "lat.L2": Metric(20.0, "ns"), "lat.L3": Metric(5.0, "ns")}
+    assert list(stability.unstable(metrics, (relation,))) == ["lat.L2"]
+
+
+def test_at_most_a_ceiling():
+    relation = stability.AtMost("*efficiency", 1.0, "an efficiency above its ceiling")
+    metrics = {"best.efficiency": Metric(1.3, "ratio"), "other.efficiency": Metric(0.9, "ratio")}
+    assert list(stability.unstable(metrics, (relation,))) == ["best.efficiency"]
+
+
+def test_an_unstable_figure_breaks_no_relation_of_another():
+    relation = stability.AtMost("*", 1.0, "ceiling")
+    assert stability.unstable({"x": Metric(2.0, "ratio", unstable="earlier")}, (relation,)) == {}
+
+
+def test_marked_holds_back_timing_warns_and_lists_what_was_left_out():
+    timing = Finding(Verdict.WARN, "L1 read is slow", "look", confirm=("bandwidth",))
+    fact = Finding(Verdict.WARN, "THP is off", "turn it on")
+    assessment = Assessment(summary="", metrics={"a": timed(100.0, 30.0), "b": timed(5.0, 0.1)},
+                            findings=(timing, fact))
+    out = stability.marked(assessment, {"a": "repeats disagree"}, remeasured=True)
+    assert out.metrics["a"].unstable == "repeats disagree" and out.metrics["b"].unstable is None
+    verdicts = [f.verdict for f in out.findings]
+    assert verdicts == [Verdict.PASS, Verdict.WARN, Verdict.PASS]
+    assert out.findings[0].message.startswith("held back (unstable figures: a)")
+    assert "after a re-measurement" in out.findings[2].message and "a (repeats disagree)" in out.findings[2].message
+
+
+def test_disturbance_names_steal_other_processes_and_hold_backs():
+    held = Finding(Verdict.PASS, "held back (busy host: 40% steal): slow L1")
+    mine = Finding(Verdict.PASS, "held back (unstable figures: a): slow")
+    quiet = stability.disturbance([("cache", (mine,), {})], {"steal_fraction": 0.01, "others_fraction": 0.05})
+    assert quiet["disturbed"] is False and quiet["held_back"] == 0
+    busy = stability.disturbance([("cache", (held,), {"a": Metric(1.0, "ns", unstable="x")})],
+                                 {"steal_fraction": 0.09, "others_fraction": 0.4})
+    assert busy["disturbed"] is True and busy["held_back"] == 1 and busy["unstable"] == 1
+    assert len(busy["why"]) == 3 and "9%" in busy["why"][0] and "40%" in busy["why"][1]
+
+
+def test_load_readers_on_a_tree(tmp_path):
+    (tmp_path / "proc").mkdir()
+    (tmp_path / "proc" / "loadavg").write_text("0.52 0.40 0.30 1/123 4567\n")
+    (tmp_path / "proc" / "stat").write_text("cpu  100 0 50 800 10 0 0 40 0 0\ncpu0 1 2 3\n")
+    sr = SysRoot(tmp_path)
+    assert load_average(sr) == 0.52
+    assert cpu_times(sr) == CpuTimes(total=1000, busy=150, steal=40)
+
+
+def test_load_readers_say_none_where_unreadable(tmp_path):
+    sr = SysRoot(tmp_path)
+    assert load_average(sr) is None and cpu_times(sr) is None
+
+
+def test_steal_and_others_fractions():
+    before, after = CpuTimes(total=1000, busy=100, steal=0), CpuTimes(total=2000, busy=700, steal=100)
+    assert steal_fraction(before, after) == pytest.approx(0.1)
+    # 600 busy ticks = 6 s at 100 ticks/s; this process used 4 s of them; 10 s of CPU time passed
+    assert others_fraction(before, after, own_cpu_s=4.0, ticks_per_s=100) == pytest.approx(0.2)
+    assert steal_fraction(after, before) is None and others_fraction(None, after, 1.0, 100) is None
