@@ -1,0 +1,53 @@
+"""Health checks on a quiet host: run `perfprobe healthcheck --mode prolog` N times against one
+baseline and count the drains. Every drain of an unchanged, quiet host is a false drain.
+
+    python tools/healthcheck_stability.py --baseline B.json --runs 20 [-- --probes host,cache]
+
+B.json is a baseline (`perfprobe fleet RUNS/ --baseline-out B.json`, e.g. from the reports
+`make bench-compare` keeps) or one healthy report. Prints each check's verdict and problems, then
+"false drains: K of N"; exit 0 only when K is 0.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+
+def check_once(baseline: Path, extra: list[str]) -> tuple[dict, float]:
+    """One prolog-mode health check (it never calls scontrol); its JSON verdict and wall time."""
+    started = time.perf_counter()
+    proc = subprocess.run([sys.executable, "-m", "perfprobe", "healthcheck", "--baseline", str(baseline),
+                           "--mode", "prolog", "--node", "quiet-host", "--json", *extra],
+                          capture_output=True, text=True, timeout=600)
+    elapsed = time.perf_counter() - started
+    try:
+        return json.loads(proc.stdout.strip().splitlines()[-1]), elapsed
+    except (ValueError, IndexError):
+        raise SystemExit(f"healthcheck exited {proc.returncode} without a JSON verdict: "
+                         f"{proc.stderr.strip()[-400:]}") from None
+
+
+def main(argv: list[str] | None = None) -> int:
+    args_in = sys.argv[1:] if argv is None else argv
+    extra = args_in[args_in.index("--") + 1:] if "--" in args_in else []
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--baseline", type=Path, required=True)
+    parser.add_argument("--runs", type=int, default=20)
+    args = parser.parse_args(args_in[: args_in.index("--")] if "--" in args_in else args_in)
+    drains = 0
+    for i in range(args.runs):
+        verdict, elapsed = check_once(args.baseline, extra)
+        drained = verdict.get("healthy") is False
+        drains += drained
+        print(f"check {i + 1:2d}: {'DRAIN' if drained else 'healthy'} in {elapsed:.1f} s: {verdict.get('message')}")
+    print(f"false drains: {drains} of {args.runs}")
+    return 0 if drains == 0 else 1
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
