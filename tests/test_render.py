@@ -62,3 +62,66 @@ def test_plot_draws_points_and_marks():
 
 def test_plot_with_too_few_points_says_so():
     assert "too few points" in plot_lines(Curve("c", "x", "y", ((1.0, 1.0),)))[0]
+
+
+# --- spread and unstable figures (issue 25 items 1 and 2) -----------------------------------------
+
+REASON = "repeats disagree: MAD 30% of the median (bound 10%)"
+
+
+def _timed_report():
+    from perfprobe.model import Metric, ProbeResult, Report, Spread, Table, Verdict
+
+    metrics = {"read_gbs.L1.1t": Metric(73.5, "GB/s", Spread(5, 73.5, 70.1, 78.0, mad=2.13, iqr=3.0)),
+               "read_gbs.L1.all": Metric(1353.0, "GB/s", Spread(5, 1353.0, 19.6, 1400.0, mad=410.0), unstable=REASON),
+               "line_bytes": Metric(64, "bytes")}
+    bare = ProbeResult("cache", Verdict.PASS, "measured", metrics=metrics)
+    tabled = ProbeResult("pinned", Verdict.PASS, "copied", metrics=metrics, device=0,
+                         tables=(Table("Copy bandwidth", ("size", "GB/s"), (("1 MiB", 43.5),)),))
+    return Report("0", {}, (bare, tabled))
+
+
+def _text(report, **console_options):
+    import io
+
+    stream = io.StringIO()
+    render_report(report, Console(file=stream, width=140, highlight=False, **console_options))
+    return stream.getvalue()
+
+
+def test_terminal_shows_each_timed_figure_with_its_mad_and_repeats():
+    text = _text(_timed_report(), color_system=None)
+    row = next(line for line in text.splitlines() if "read_gbs.L1.1t" in line)
+    assert "73.5 ±2.1" in row and "GB/s" in row and "n=5" in row
+    assert next(line for line in text.splitlines() if "line_bytes" in line).count("±") == 0  # not timed
+
+
+def test_terminal_marks_unstable_figures_and_lists_them_after_the_results():
+    text = _text(_timed_report(), color_system=None)
+    row = next(line for line in text.splitlines() if "│ read_gbs.L1.all" in line)
+    assert "1,353 ±410" in row and "unstable: repeats disagree" in row
+    tail = text[text.index("Overall"):]
+    assert "Left out of judgement: 2 unstable figures" in tail
+    assert f"cache:read_gbs.L1.all  1,353 ±410 GB/s — {REASON}" in tail
+    assert f"pinned:read_gbs.L1.all (GPU 0)  1,353 ±410 GB/s — {REASON}" in tail
+
+
+def test_a_result_drawn_as_tables_says_how_far_its_repeats_spread():
+    text = _text(_timed_report(), color_system=None)
+    section = text[text.index("pinned (GPU 0)"):text.index("Summary")]
+    assert "repeats: 2 timed figures, n=5, MAD ≤ 2.9% of the median (widest: read_gbs.L1.1t 73.5 ±2.1 GB/s)" in section
+    assert "1 unstable (listed at the end)" in section
+
+
+def test_unstable_mark_is_coloured_on_a_terminal_and_plain_without_colour():
+    coloured = _text(_timed_report(), force_terminal=True, color_system="standard")
+    plain = _text(_timed_report(), force_terminal=True, color_system=None)  # NO_COLOR, as cli._stdout_console
+    assert "\x1b[33munstable: repeats disagree" in coloured
+    assert "\x1b" not in plain and "unstable: repeats disagree" in plain
+
+
+def test_figures_without_repeats_keep_the_three_column_table(report):
+    console = Console(record=True, width=120, no_color=True)
+    render_report(report, console)
+    text = console.export_text()
+    assert "repeats" not in text and "Left out of judgement" not in text and "±" not in text
