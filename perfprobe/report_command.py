@@ -14,7 +14,7 @@ from typing import Annotated, Any, List, Mapping, Optional, Sequence
 import typer
 
 from perfprobe.config import RunConfig, UsageError
-from perfprobe.model import SCHEMA_VERSION, Curve, Finding, Metric, ProbeResult, Report, Table, Verdict
+from perfprobe.model import SCHEMA_VERSION, Curve, Finding, Metric, ProbeResult, Report, Spread, Table, Verdict
 
 
 def report(paths: Annotated[List[Path], typer.Argument(
@@ -75,7 +75,8 @@ def load(path: Path) -> Report:
 
 
 def report_from_dict(data: Mapping[str, Any], path: Path) -> Report:
-    """A Report from the JSON shape of perfprobe/schema/report.schema.json (schema version 1)."""
+    """A Report from the JSON shape of perfprobe/schema/report.schema.json (this perfprobe's schema
+    version): metrics with their repeats (`stats`) and `unstable` mark, the run's `disturbance`."""
     version = data.get("schema_version")
     if version != SCHEMA_VERSION:
         raise UsageError(f"report: {path}: schema version {version!r}; this perfprobe reads {SCHEMA_VERSION}")
@@ -83,7 +84,7 @@ def report_from_dict(data: Mapping[str, Any], path: Path) -> Report:
         results = tuple(_result(r) for r in data["results"])
         return Report(perfprobe_version=str(data.get("perfprobe_version", "?")), host=dict(data.get("host") or {}),
                       results=results, duration_s=float(data.get("duration_s") or 0.0),
-                      schema_version=SCHEMA_VERSION)
+                      schema_version=SCHEMA_VERSION, disturbance=dict(data.get("disturbance") or {}))
     except (KeyError, TypeError, ValueError) as exc:
         raise UsageError(f"report: {path}: damaged report ({type(exc).__name__}: {exc})") from exc
 
@@ -91,8 +92,9 @@ def report_from_dict(data: Mapping[str, Any], path: Path) -> Report:
 def _result(r: Mapping[str, Any]) -> ProbeResult:
     return ProbeResult(
         probe=str(r["probe"]), verdict=Verdict(r["verdict"]), summary=str(r.get("summary", "")),
-        metrics={k: Metric(m.get("value"), str(m.get("unit", ""))) for k, m in (r.get("metrics") or {}).items()},
-        findings=tuple(Finding(Verdict(f["verdict"]), str(f.get("message", "")), str(f.get("advice", "")))
+        metrics={k: _metric(m) for k, m in (r.get("metrics") or {}).items()},
+        findings=tuple(Finding(Verdict(f["verdict"]), str(f.get("message", "")), str(f.get("advice", "")),
+                               confirmation=f.get("confirmation"))
                        for f in r.get("findings") or ()),
         facts=dict(r.get("facts") or {}), duration_s=float(r.get("duration_s") or 0.0),
         tables=tuple(Table(str(t["title"]), tuple(t["columns"]), tuple(tuple(row) for row in t["rows"]),
@@ -103,6 +105,31 @@ def _result(r: Mapping[str, Any]) -> ProbeResult:
                            tuple((float(m["x"]), str(m["label"])) for m in c.get("marks") or () if m.get("x") is not None))
                      for c in r.get("curves") or ()),
         key_figure=str(r.get("key_figure", "")), device=r.get("device"))
+
+
+def _metric(m: Mapping[str, Any]) -> Metric:
+    unstable = m.get("unstable")
+    return Metric(m.get("value"), str(m.get("unit", "")), spread=_spread(m.get("stats")),
+                  unstable=str(unstable) if unstable else None)
+
+
+def _spread(stats: Any) -> Spread | None:
+    """A metric's `stats` object as a model.Spread: None where the metric has none (not timed) or
+    where a figure it needs was not finite (the JSON writes NaN as null)."""
+    if stats is None:
+        return None
+    if not isinstance(stats, Mapping):
+        raise TypeError(f"stats is {type(stats).__name__}, not an object")
+    if any(stats.get(key) is None for key in ("n", "median", "min", "max")):
+        return None
+
+    def optional(key: str) -> float | None:
+        value = stats.get(key)
+        return None if value is None else float(value)
+
+    return Spread(n=int(stats["n"]), median=float(stats["median"]), min=float(stats["min"]),
+                  max=float(stats["max"]), mad=optional("mad"), iqr=optional("iqr"),
+                  samples=tuple(float(v) for v in stats.get("samples") or ()))
 
 
 def _replay(path: Path, raw: Mapping[str, Any]) -> Report:

@@ -137,8 +137,10 @@ def test_folder_of_reports_gives_the_fleet_page(tmp_path):
 
 @pytest.mark.parametrize("content, message", [
     ("{not json", "not JSON"),
-    ('{"schema_version": 2, "results": []}', "schema version 2"),
-    ('{"schema_version": 1, "results": [{"probe": "cache"}]}', "damaged report"),
+    ('{"schema_version": 1, "results": []}', "schema version 1; this perfprobe reads 2"),
+    ('{"schema_version": 2, "results": [{"probe": "cache"}]}', "damaged report"),
+    ('{"schema_version": 2, "results": [{"probe": "cache", "verdict": "pass", "metrics": '
+     '{"x": {"value": 1, "unit": "ns", "stats": [1, 2]}}}]}', "damaged report"),
     ('[1, 2]', "not a perfprobe report"),
     ('{"sizes_bytes": [1]}', "not a perfprobe report, recording or host facts"),
 ])
@@ -170,3 +172,139 @@ def test_skipped_probe_still_gets_a_section_with_its_reason():
     page = html.render(report)
     assert all(r.verdict is not Verdict.ERROR for r in report.results)
     assert page.count('<section class="result"') == len(report.results)
+
+
+# --- spread as error bars, unstable figures marked (issue 25 items 1 and 2) -----------------------
+
+REASON = "repeats disagree: MAD 30% of the median (bound 10%)"
+
+
+def _plain(report):
+    """The report with no metric carrying repeats or an unstable mark (whatever the probes now give)."""
+    import dataclasses
+
+    return dataclasses.replace(report, results=tuple(
+        dataclasses.replace(r, metrics={k: dataclasses.replace(m, spread=None, unstable=None)
+                                        for k, m in r.metrics.items()}) for r in report.results))
+
+
+def _with_spread(report, unstable: set[str]):
+    """The report with only the GB/s metrics of cache and uvm given repeats (min 0.9×, max 1.05× the
+    value, MAD 2%), and only the metrics named in `unstable` marked."""
+    import dataclasses
+
+    from perfprobe.model import Spread
+
+    results = []
+    for result in _plain(report).results:
+        metrics = {}
+        for name, m in result.metrics.items():
+            if result.probe in ("cache", "uvm") and m.unit == "GB/s" and isinstance(m.value, float):
+                v = m.value
+                m = dataclasses.replace(m, spread=Spread(5, v, 0.9 * v, 1.05 * v, mad=0.02 * v),
+                                        unstable=REASON if name in unstable else None)
+            metrics[name] = m
+        results.append(dataclasses.replace(result, metrics=metrics))
+    return dataclasses.replace(report, results=tuple(results))
+
+
+def _chart(result, key):
+    from perfprobe.render.html_charts import charts_for
+
+    return next(c for c in charts_for(result) if c.key == key)
+
+
+def test_cache_bandwidth_bars_carry_the_min_max_of_each_metrics_repeats():
+    report = _with_spread(load(DATA / "cache_kvm2c_full.json"), set())
+    result = report.results[0]
+    chart = _chart(result, "cache-bandwidth")
+    read_1t = next(t for t in chart.figure.data if t.name == "read, 1 thread")
+    value = result.metrics["read_gbs.L1.1t"].value
+    at = list(read_1t.x).index("L1")
+    assert read_1t.error_y.array[at] == pytest.approx(0.05 * value)
+    assert read_1t.error_y.arrayminus[at] == pytest.approx(0.1 * value)
+    assert "MAD" in read_1t.hovertext[at] and "n=5" in read_1t.hovertext[at]
+    assert "bars: min–max of repeats" in chart.units
+    page = html.render(report)
+    assert '"error_y":{"array":[' in page and "<th>± MAD</th>" in page
+
+
+def test_charts_of_figures_without_repeats_draw_no_error_bars():
+    chart = _chart(_plain(load(DATA / "cache_kvm2c_full.json")).results[0], "cache-bandwidth")
+    assert all(trace.error_y.array is None for trace in chart.figure.data)
+    assert "bars" not in chart.units
+
+
+def test_unstable_figure_is_hollow_named_in_hover_and_legend_and_listed():
+    report = _with_spread(load(DATA / "cache_kvm2c_full.json"), {"read_gbs.L2.all"})
+    chart = _chart(report.results[0], "cache-bandwidth")
+    read_all = next(t for t in chart.figure.data if t.name == "read, all threads")
+    at = list(read_all.x).index("L2")
+    assert read_all.marker.color[at] == "rgba(0,0,0,0)" and read_all.marker.line.width[at] == 2
+    assert all(c != "rgba(0,0,0,0)" for i, c in enumerate(read_all.marker.color) if i != at)
+    assert REASON in read_all.hovertext[at]
+    assert any(t.name == "hollow: unstable, left out of judgement" for t in chart.figure.data)
+    page = html.render(report)
+    assert page.count('data-unstable="report"') == 1 and page.count('data-unstable="result"') == 1
+    assert "<b>cache:read_gbs.L2.all</b> = " in page and html.esc(REASON) in page
+
+
+def test_uvm_bars_take_the_error_bars_of_their_paths_metric():
+    report = _with_spread(load(DATA / "uvm_h200_1g_run1.json"), {"gbs.zero_copy"})
+    result = report.results[0]
+    bars = _chart(result, "uvm-paths0-gpu0").figure.data[0]
+    paths = list(bars.y)
+    copy = paths.index("explicit_copy")
+    assert bars.error_x.array[copy] == pytest.approx(bars.x[copy] * 1.05 - bars.x[copy], rel=0.02)
+    assert bars.marker.color[paths.index("zero_copy")] == "rgba(0,0,0,0)"
+    assert page_has_no_remote_resource(html.render(report))
+
+
+def page_has_no_remote_resource(page: str) -> bool:
+    return re.search(r"<(script|link|img|iframe)[^>]+(src|href)=\"?(https?:)?//", page) is None
+
+
+def test_saved_report_round_trips_stats_and_unstable_into_the_page(tmp_path):
+    import jsonschema
+
+    from perfprobe import load_schema
+
+    report = _with_spread(load(DATA / "cache_kvm2c_full.json"), {"read_gbs.L2.all"})
+    saved = tmp_path / "run.json"
+    data = report_to_dict(report)
+    jsonschema.validate(data, load_schema())
+    saved.write_text(json.dumps(data))
+    again = load(saved)
+    before, after = report.results[0].metrics, again.results[0].metrics
+    spread, kept = before["read_gbs.L1.1t"].spread, after["read_gbs.L1.1t"].spread
+    assert spread is not None and kept is not None and kept.n == spread.n == 5
+    for field in ("median", "min", "max", "mad"):
+        assert getattr(kept, field) == pytest.approx(getattr(spread, field), rel=1e-6)  # JSON keeps 6 digits
+    assert after["read_gbs.L2.all"].unstable == REASON and after["latency_ns.L1"].spread is None
+    assert report_to_dict(again) == data
+    out = tmp_path / "x.html"
+    assert run_report(str(saved), "--html", str(out)) == 0
+    page = out.read_text()
+    assert '"error_y":{"array":[' in page and 'data-unstable="report"' in page
+
+
+def test_fleet_leaves_an_unstable_key_figure_out_of_the_outliers(tmp_path):
+    import dataclasses
+
+    from perfprobe.render.html_fleet import Host, unstable_values
+
+    healthy = _plain(load(DATA / "cache_synthetic_healthy.json"))
+    remote = _plain(load(DATA / "cache_synthetic_remote_dram.json"))
+    marked = dataclasses.replace(remote, results=tuple(
+        dataclasses.replace(r, metrics={k: dataclasses.replace(m, unstable=REASON) if k == "latency_ns.DRAM" else m
+                                        for k, m in r.metrics.items()}) for r in remote.results))
+    column = "cache latency_ns.DRAM"
+    assert column not in key_values(marked) and column in unstable_values(marked)
+    hosts = [Host(f"n{i}", healthy, key_values(healthy)) for i in range(4)]
+    assert abs(distances(hosts + [Host("odd", remote, key_values(remote))], [column])[("odd", column)]) > 3.5
+    hosts.append(Host("odd", marked, key_values(marked), unstable_values(marked)))
+    assert ("odd", column) not in distances(hosts, [column])  # the outlier it was, unjudged once unstable
+    out = tmp_path / "fleet.html"
+    html.write_fleet([(f"n{i}", healthy) for i in range(4)] + [("odd", marked)], out)
+    page = out.read_text()
+    assert 'data-unstable="fleet"' in page and "unstable" in page and html.esc(REASON) in page

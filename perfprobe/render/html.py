@@ -3,7 +3,9 @@
 `write(report, path)` is what `perfprobe report --html` and every measuring command's `--html` call.
 plotly is imported here only, so the CLI stays quick to start (`perfprobe --help` never loads it).
 Each chart comes from perfprobe.render.html_charts (read from the result's own data) and stands beside
-its units, its method, and the verdict and advice of the findings it shows.
+its units, its method, and the verdict and advice of the findings it shows. Figures marked unstable
+are listed under the summary and in their result's section (left out of judgement, with why), and
+the metrics table gives every timed figure's repeats.
 """
 
 from __future__ import annotations
@@ -12,7 +14,7 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from perfprobe.config import UsageError
-from perfprobe.model import Finding, ProbeResult, Report, Verdict
+from perfprobe.model import Finding, Metric, ProbeResult, Report, Verdict
 from perfprobe.render.html_page import badge, caption, esc, findings_list, host_items, host_line, page, table_html
 
 
@@ -38,7 +40,7 @@ def render(report: Report) -> str:
     header = (f"<h1>perfprobe report: {esc(who)} {badge(report.verdict)}</h1>{host_line(report.host)}"
               f'<p class="summary">perfprobe {esc(report.perfprobe_version)} · {len(report.results)} results · '
               f"{report.duration_s:.1f} s</p>")
-    body = [summary_table(report)] + [result_section(r) for r in report.results]
+    body = [summary_table(report), unstable_list(report.results, "report")] + [result_section(r) for r in report.results]
     return page(f"perfprobe report: {who}", header, "".join(body), plotly.offline.get_plotlyjs())
 
 
@@ -56,7 +58,7 @@ def result_section(result: ProbeResult) -> str:
 
     parts = [f'<section class="result" id="{_anchor(result)}" data-probe="{esc(result.probe)}">'
              f"<h2>{esc(_name(result))} {badge(result.verdict)}</h2>"
-             f'<p class="summary">{esc(result.summary)}</p>']
+             f'<p class="summary">{esc(result.summary)}</p>', unstable_list((result,), "result")]
     for chart in charts_for(result):
         beside = _findings_for(result.findings, chart.topic)
         parts.append(
@@ -65,15 +67,47 @@ def result_section(result: ProbeResult) -> str:
             f'<p>verdict: {badge(_worst(beside, result.verdict))}</p>{findings_list(beside)}</figcaption></figure>')
     parts.append("<h3>Findings</h3>" + (findings_list(result.findings) or "<p>none</p>"))
     if result.metrics:
-        rows = [[esc(name), esc(_fmt(m.value)), esc(m.unit)] for name, m in result.metrics.items()]
-        parts.append(f"<details><summary>Metrics ({len(rows)})</summary>"
-                     f"{table_html('', ('metric', 'value', 'unit'), rows)}</details>")
+        parts.append(_metrics_table(result))
     for table in result.tables:
         rows = [[esc(_fmt(c)) for c in row] for row in table.rows]
         parts.append(f"<details open><summary>{esc(table.title)}</summary>"
                      f"<div class=\"wide\">{table_html(table.title, table.columns, rows)}</div></details>")
     parts.append("</section>")
     return "".join(parts)
+
+
+def unstable_list(results: Sequence[ProbeResult], where: str) -> str:
+    """The figures left out of judgement as unstable, each with its value and why ('' for none)."""
+    rows = [(r, name, m) for r in results for name, m in r.metrics.items() if m.unstable]
+    if not rows:
+        return ""
+    items = "".join(f"<li><b>{esc(_figure(r, name) if where == 'report' else name)}</b> = "
+                    f"{esc(_fmt(m.value))} {esc(m.unit)} — {esc(m.unstable)}</li>" for r, name, m in rows)
+    return (f'<div class="unstable" data-unstable="{where}"><h3>Left out of judgement: {len(rows)} unstable '
+            f"figure{'s' if len(rows) != 1 else ''}</h3><ul>{items}</ul></div>")
+
+
+def _figure(result: ProbeResult, name: str) -> str:
+    """'probe:metric', the GPU after it: as the terminal's list names it."""
+    return f"{result.probe}:{name}" + ("" if result.device is None else f" (GPU {result.device})")
+
+
+def _metrics_table(result: ProbeResult) -> str:
+    """metric | value | unit, and where any metric is timed or unstable: its repeats and the mark."""
+    noted = any(m.spread is not None or m.unstable for m in result.metrics.values())
+    columns = ("metric", "value", "unit") + (("± MAD", "min–max", "n", "unstable") if noted else ())
+    rows = [[esc(name), esc(_fmt(m.value)), esc(m.unit)] + (_spread_cells(m) if noted else [])
+            for name, m in result.metrics.items()]
+    return (f"<details><summary>Metrics ({len(rows)})</summary>"
+            f"{table_html('', columns, rows)}</details>")
+
+
+def _spread_cells(metric: Metric) -> list[str]:
+    spread = metric.spread
+    cells = ["", "", ""] if spread is None else [
+        "" if spread.mad is None else esc(f"±{spread.mad:.2g}"), esc(f"{spread.min:.4g}–{spread.max:.4g}"),
+        esc(spread.n)]
+    return cells + [esc(metric.unstable or "")]
 
 
 def _findings_for(findings: tuple[Finding, ...], topic: tuple[str, ...]) -> list[Finding]:

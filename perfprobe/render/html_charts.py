@@ -4,6 +4,13 @@ A probe never draws: each builder here reads what the terminal renderer shows to
 no builder claims (any curve, any matrix table) still gets a generic line chart or heat map. Builders
 find their tables by title words and their columns by name, so a table that changes shape loses its
 special chart but never breaks the page.
+
+Where a chart draws metrics (cache bandwidth) or table cells that name their metric one to one (uvm:
+a path's row is the metric `gbs.<path>`), a metric's repeats (model.Spread) are drawn as error bars,
+min–max of the repeats like the table-read bars of falseshare and pinned, with median, MAD and n in
+the hover; a figure marked unstable is drawn hollow, says why in its hover, and the legend says what
+hollow means. Tables that hold no metric one to one (several thread counts or sizes per metric)
+keep the min–max their own cells carry.
 """
 
 from __future__ import annotations
@@ -15,11 +22,24 @@ from typing import Any, Callable, Sequence
 
 import plotly.graph_objects as go
 
-from perfprobe.model import Curve, ProbeResult, Table
-from perfprobe.render.html_cells import bytes_of, finite, median_range, number, spread, value
+from perfprobe.model import Curve, Metric, ProbeResult, Table
+from perfprobe.render.html_cells import (
+    bar_marker,
+    bytes_of,
+    error_bars,
+    finite,
+    median_range,
+    number,
+    spread,
+    spread_note,
+    unstable_legend,
+    value,
+)
 from perfprobe.units import format_bytes
 
 BEST_IS_HIGH = re.compile(r"GB/s|bandwidth|efficiency|speedup", re.I)
+SERIES = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728")
+"""plotly.js's own first colours, set explicitly so a hollow (unstable) bar keeps its series' colour."""
 HEAT_SCALE: list[tuple[float, str]] = [(0.0, "#1a9850"), (0.25, "#a6d96a"), (0.5, "#fee08b"), (0.75, "#f46d43"),
                                        (1.0, "#a50026")]
 
@@ -118,14 +138,22 @@ def _cache(result: ProbeResult, claimed: Claimed) -> list[Chart]:
     levels = [m.split(".")[1] for m in result.metrics if m.startswith("latency_ns.")]
     levels = [level for level in levels if any(f"{k}_gbs.{level}.{w}" in result.metrics for k, w in series)]
     fig = go.Figure()
-    for kind, who in series:
-        ys = [value(result.metrics.get(f"{kind}_gbs.{level}.{who}")) for level in levels]
+    drawn: list[Metric | None] = []
+    for colour, (kind, who) in zip(SERIES, series):
+        metrics = [result.metrics.get(f"{kind}_gbs.{level}.{who}") for level in levels]
+        ys = [value(m) for m in metrics]
         if any(y is not None for y in ys):
-            fig.add_bar(x=levels, y=ys, name=f"{kind}, {'1 thread' if who == '1t' else 'all threads'}")
+            drawn += metrics
+            fig.add_bar(x=levels, y=ys, name=f"{kind}, {'1 thread' if who == '1t' else 'all threads'}",
+                        error_y=error_bars(ys, metrics), marker=bar_marker(colour, metrics),
+                        hovertext=[spread_note(m) for m in metrics],
+                        hovertemplate="%{x}: %{y:.4g} GB/s<br>%{hovertext}<extra>%{fullData.name}</extra>")
     if fig.data:
+        unstable_legend(fig, drawn)
         _layout(fig, "level (working set inside it)", "GB/s", log_y=True)
         fig.update_layout(barmode="group")
-        charts.append(Chart("cache-bandwidth", "Bandwidth per cache level", fig, "GB/s per level (log scale)",
+        bars = "; bars: min–max of repeats" if any(m is not None and m.spread for m in drawn) else ""
+        charts.append(Chart("cache-bandwidth", "Bandwidth per cache level", fig, f"GB/s per level (log scale){bars}",
                             "streaming read and triad (a = b + s·c) over a working set inside each level, "
                             "one thread and all threads", ("bandwidth", "gb/s", "triad")))
     return charts
@@ -238,14 +266,20 @@ def _uvm(result: ProbeResult, claimed: Claimed) -> list[Chart]:
         claimed.tables.add(table.title)
         paths = [str(row[path_i]) for row in table.rows]
         gbs = [number(row[gbs_i]) for row in table.rows]
+        metrics = [result.metrics.get(f"gbs.{path}") for path in paths]  # a row is its path's metric
         labels = [f"{number(row[x_i]):.2g}× copy" if x_i is not None and number(row[x_i]) is not None else ""
                   for row in table.rows]
         fig = go.Figure(go.Bar(x=gbs, y=paths, orientation="h", text=labels, textposition="auto",
-                               marker={"color": "#4878a8"}, name="GB/s"))
+                               marker=bar_marker("#4878a8", metrics), name="GB/s",
+                               error_x=error_bars(gbs, metrics), hovertext=[spread_note(m) for m in metrics],
+                               hovertemplate="%{y}: %{x:.4g} GB/s<br>%{hovertext}<extra></extra>"))
+        unstable_legend(fig, metrics)
         _layout(fig, "GB/s (log)", "", log_x=True)
         fig.update_yaxes(autorange="reversed", type="category")
         fig.update_layout(height=max(260, 42 * len(paths)))
-        charts.append(Chart(f"uvm-paths{index}", table.title, fig, "GB/s per path (log); label: × explicit copy",
+        bars = "; bars: min–max of repeats" if any(m is not None and m.spread for m in metrics) else ""
+        charts.append(Chart(f"uvm-paths{index}", table.title, fig,
+                            f"GB/s per path (log); label: × explicit copy{bars}",
                             "same kernel or host read on every path, median of repeats",
                             ("on demand", "prefetch", "zero-copy", "advise", "copy")))
     return charts

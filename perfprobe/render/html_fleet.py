@@ -2,13 +2,15 @@
 
 Distance is robust: |value - median| over the median absolute deviation (scaled to a standard
 deviation, 1.4826 × MAD) with a floor of 2% of the median, so identical hosts do not turn noise into
-outliers. A host beyond 3.5 of those is an outlier; outlying hosts come first.
+outliers. A host beyond 3.5 of those is an outlier; outlying hosts come first. A figure its report
+marks unstable is judged by nobody: it is left out of the median, the distances and the outliers,
+and its cell reads "unstable" beside the value.
 """
 
 from __future__ import annotations
 
 import statistics
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping, Sequence
 
 import plotly.graph_objects as go
@@ -37,6 +39,7 @@ class Host:
     label: str
     report: Report
     values: dict[str, tuple[float, str]]  # column → (value, unit)
+    unstable: dict[str, tuple[float, str, str]] = field(default_factory=dict)  # column → (value, unit, why)
 
 
 def signature(host: Mapping[str, Any]) -> str:
@@ -53,14 +56,23 @@ def signature(host: Mapping[str, Any]) -> str:
 
 
 def key_values(report: Report) -> dict[str, tuple[float, str]]:
-    """The key figures of a report, by column name ('probe[GPU n] metric')."""
-    values: dict[str, tuple[float, str]] = {}
+    """The key figures of a report, by column name ('probe[GPU n] metric'); unstable ones left out."""
+    return {column: (value, unit) for column, (value, unit, why) in _key_figures(report).items() if not why}
+
+
+def unstable_values(report: Report) -> dict[str, tuple[float, str, str]]:
+    """The key figures a report marks unstable: column → (value, unit, why)."""
+    return {column: figure for column, figure in _key_figures(report).items() if figure[2]}
+
+
+def _key_figures(report: Report) -> dict[str, tuple[float, str, str]]:
+    values: dict[str, tuple[float, str, str]] = {}
     for result in report.results:
         wanted = KEY_METRICS.get(result.probe) or tuple(result.metrics)[:4]
         for name in wanted:
             metric = result.metrics.get(name)
             if metric is not None and isinstance(metric.value, (int, float)) and not isinstance(metric.value, bool):
-                values[f"{_probe_name(result)} {name}"] = (float(metric.value), metric.unit)
+                values[f"{_probe_name(result)} {name}"] = (float(metric.value), metric.unit, metric.unstable or "")
     return values
 
 
@@ -85,7 +97,8 @@ def fleet_body(reports: Sequence[tuple[str, Report]],
     """(header, body) HTML of the fleet page."""
     groups: dict[str, list[Host]] = {}
     for label, report in _unique(reports):
-        groups.setdefault(signature(report.host), []).append(Host(label, report, key_values(report)))
+        groups.setdefault(signature(report.host), []).append(
+            Host(label, report, key_values(report), unstable_values(report)))
     header = (f"<h1>perfprobe fleet: {len(reports)} reports, {len(groups)} hardware group"
               f"{'s' if len(groups) != 1 else ''}</h1><p class=\"summary\">Each group is compared with its own "
               f"median; colour: robust distance (MAD) from it; outliers (beyond {OUTLIER}) first.</p>")
@@ -94,7 +107,7 @@ def fleet_body(reports: Sequence[tuple[str, Report]],
 
 
 def _group_section(index: int, name: str, hosts: list[Host], chart_html: Callable[[str, go.Figure], str]) -> str:
-    columns = sorted({c for h in hosts for c in h.values})
+    columns = sorted({c for h in hosts for c in (*h.values, *h.unstable)})
     dist = distances(hosts, columns)
     worst = {h.label: max((abs(dist.get((h.label, c), 0.0)) for c in columns), default=0.0) for h in hosts}
     hosts = sorted(hosts, key=lambda h: (-worst[h.label], -h.report.verdict.severity, h.label))
@@ -109,6 +122,7 @@ def _group_section(index: int, name: str, hosts: list[Host], chart_html: Callabl
                      f"{_outlier_notes(outliers, dist)}</figcaption>"
                      f"</figure>")
     parts.append(_host_table(hosts, columns, dist))
+    parts.append(_unstable(hosts))
     parts.append(_missing(hosts))
     parts.append("</section>")
     return "".join(parts)
@@ -131,6 +145,8 @@ def _heatmap(hosts: list[Host], columns: list[str], dist: dict[tuple[str, str], 
 
 
 def _cell(host: Host, column: str, dist: dict[tuple[str, str], float]) -> str:
+    if column in host.unstable:
+        return f"{host.unstable[column][0]:.3g} unstable"
     if column not in host.values:
         return "—"
     value, _unit = host.values[column]
@@ -162,10 +178,19 @@ def _host_table(hosts: list[Host], columns: list[str], dist: dict[tuple[str, str
         rows.append(cells)
         levels = [_level(dist.get((host.label, c))) for c in columns]
         classes.append(["", ""] + levels + ["advice-cell"])
-    units = {c: next(h.values[c][1] for h in hosts if c in h.values) for c in columns}
+    units = {c: next((h.values[c][1] for h in hosts if c in h.values), None)
+             or next(h.unstable[c][1] for h in hosts if c in h.unstable) for c in columns}
     head = ["host", "verdict"] + [f"{c} ({units[c]})" for c in columns] + ["first advice"]
     return (f"<details open><summary>Hosts (outliers first)</summary><div class=\"wide\">"
             f"{table_html('', head, rows, classes)}</div></details>")
+
+
+def _unstable(hosts: list[Host]) -> str:
+    """Key figures left out of the comparison because their report marks them unstable."""
+    items = "".join(f"<li><b>{esc(h.label)}</b> {esc(column)} = {value:.3g} {esc(unit)} — {esc(why)}</li>"
+                    for h in hosts for column, (value, unit, why) in sorted(h.unstable.items()))
+    return (f'<div class="unstable" data-unstable="fleet"><h3>Left out of the comparison: unstable figures</h3>'
+            f"<ul>{items}</ul></div>") if items else ""
 
 
 def _missing(hosts: list[Host]) -> str:

@@ -48,6 +48,8 @@ td.d0 { } td.d1 { background:rgba(244,184,57,.25); } td.d2 { background:rgba(240
 td.d3 { background:rgba(180,35,24,.45); }
 .modebar-container { opacity:0; transition:opacity .2s; } figure:hover .modebar-container { opacity:1; }
 .wide { overflow-x:auto; } td.advice-cell { min-width:260px; }
+.unstable { border-left:4px solid var(--warn); padding:2px 10px; margin:8px 0; }
+.unstable h3 { color:var(--warn); } .unstable ul { margin:4px 0; padding-left:18px; }
 footer { max-width:1200px; margin:0 auto; padding:16px 24px 40px; color:var(--muted); font-size:12px; }
 @media (max-width: 800px) { figure { grid-template-columns:1fr; } }
 @media print {
