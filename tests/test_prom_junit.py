@@ -34,7 +34,7 @@ def test_prom_has_every_numeric_metric_with_its_labels(h200_report, tmp_path):
     fams = families(target)
     samples = fams["perfprobe_metric"].samples
     expected = sum(1 for r in h200_report.results for m in r.metrics.values()
-                   if isinstance(m.value, (int, float)) and not isinstance(m.value, bool))
+                   if isinstance(m.value, (int, float)) and not isinstance(m.value, bool) and not m.unstable)
     assert len(samples) == expected
     h2d = [s for s in samples if s.labels["metric"] == "pinned.h2d_gbs" and s.labels["device"] == "1"]
     assert h2d[0].labels["unit"] == "GB/s" and h2d[0].labels["probe"] == "pinned" and h2d[0].value > 10
@@ -128,3 +128,44 @@ def test_prom_to_a_fifo_is_written_in_place_not_renamed_over(h200_report, tmp_pa
     reader.join(timeout=10)
     assert not fifo.is_file() and fifo.exists()  # still the FIFO, not a file renamed over it
     assert b"perfprobe_" in received[0]
+
+
+REASON = "breaks a relation: all threads below one thread: 2.14 against read_gbs.L2.1t 20.1"
+
+
+def _unstable_report():
+    from perfprobe.model import Metric, ProbeResult, Report, Spread, Verdict
+
+    metrics = {"read_gbs.L2.1t": Metric(20.1, "GB/s", Spread(5, 20.1, 19.8, 20.4, mad=0.1)),
+               "read_gbs.L2.all": Metric(2.14, "GB/s", Spread(5, 2.14, 1.9, 2.3, mad=0.1), unstable=REASON)}
+    return Report("0", {"hostname": "box"}, (ProbeResult("cache", Verdict.PASS, "measured", metrics=metrics),))
+
+
+def test_prom_leaves_an_unstable_value_out_and_names_it_in_its_own_gauge(tmp_path):
+    target = tmp_path / "u.prom"
+    prom.write(_unstable_report(), target)
+    fams = families(target)
+    measured = {s.labels["metric"]: s.value for s in fams["perfprobe_metric"].samples}
+    assert measured == {"read_gbs.L2.1t": 20.1}
+    unstable = fams["perfprobe_metric_unstable"].samples
+    assert [(s.labels["probe"], s.labels["metric"], s.labels["unit"], s.labels["host"], s.value) for s in unstable] == [
+        ("cache", "read_gbs.L2.all", "GB/s", "box", 1.0)]
+
+
+def test_prom_writes_one_unstable_sample_per_unstable_figure(h200_report, tmp_path):
+    target = tmp_path / "p.prom"
+    prom.write(h200_report, target)
+    fams = families(target)
+    unstable = fams["perfprobe_metric_unstable"].samples if "perfprobe_metric_unstable" in fams else []
+    assert len(unstable) == sum(1 for r in h200_report.results for m in r.metrics.values() if m.unstable)
+
+
+def test_junit_lists_a_probes_unstable_figures_in_its_system_out(tmp_path):
+    target = tmp_path / "u.xml"
+    junit.write(_unstable_report(), target)
+    case = next(c for suite in junitparser.JUnitXml.fromfile(str(target)) for c in suite)
+    out = case.system_out
+    assert "unstable, left out of judgement (1):" in out
+    assert f"  read_gbs.L2.all = 2.14 GB/s — {REASON}" in out.splitlines()
+    assert not any(line.startswith("  read_gbs.L2.1t") for line in out.splitlines())
+    assert not case.result  # still a pass: unstable figures are not failures

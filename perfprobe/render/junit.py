@@ -2,7 +2,8 @@
 
 `warn` and `error` are failures carrying each finding's message and advice; `skip` is skipped with
 its reason; `pass` passes. The suite is named after the host so that reports of many runners sit
-side by side.
+side by side. A probe's unstable figures (left out of its verdict) are listed in its system-out, one
+line each with the value and why, so a CI view shows what was not judged.
 """
 
 from __future__ import annotations
@@ -46,4 +47,8 @@ def _case(result: ProbeResult, host: str) -> ET.Element:
         ET.SubElement(case, "skipped", message=result.summary)
     out = ET.SubElement(case, "system-out")
     out.text = f"{result.summary}" + (f" ({result.key_figure})" if result.key_figure else "") + f" on {host}"
+    unstable = [(name, m) for name, m in result.metrics.items() if m.unstable]
+    if unstable:
+        out.text += "\n" + "\n".join([f"unstable, left out of judgement ({len(unstable)}):"] + [
+            f"  {name} = {m.value} {m.unit}".rstrip() + f" — {m.unstable}" for name, m in unstable])
     return case

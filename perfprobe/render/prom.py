@@ -3,6 +3,14 @@
 Written through prometheus_client's `write_to_textfile`, which writes a temporary file and renames
 it, so node_exporter never reads half a file. Labels: probe, metric, unit, device ("" for CPU
 probes), host. Non-numeric metrics (text) have no place in Prometheus and are left out.
+
+An unstable figure (model.Metric.unstable: its repeats disagreed, or it broke a physical relation,
+still after a re-measurement) is judged by nobody, and an alert rule or a dashboard's threshold on
+`perfprobe_metric` is a judgement: so its value is left out of `perfprobe_metric`, and the figure is
+named instead by `perfprobe_metric_unstable{probe, metric, unit, device, host} 1`. A rule can then
+tell "not measured" from "measured but unstable" (`absent()` alone cannot), and an L1 read of
+1353 GB/s from a disturbed run never reaches a graph as if it were a measurement. The reason is
+free text and stays out of the labels (every new wording would be a new series); the JSON has it.
 """
 
 from __future__ import annotations
@@ -24,6 +32,9 @@ def registry(report: Report) -> Any:
     host = _host(report)
     metric = Gauge("perfprobe_metric", "A figure perfprobe measured (see the metric and unit labels).",
                    ["probe", "metric", "unit", "device", "host"], registry=reg)
+    unstable = Gauge("perfprobe_metric_unstable",
+                     "1 for a figure left out as unstable (its value is not in perfprobe_metric; the JSON says why).",
+                     ["probe", "metric", "unit", "device", "host"], registry=reg)
     verdict = Gauge("perfprobe_verdict", "1 for the verdict a probe reached on a device, 0 for the others.",
                     ["probe", "device", "host", "verdict"], registry=reg)
     severity = Gauge("perfprobe_verdict_severity", "A probe's verdict as a number: 0 pass, 1 skip, 2 warn, 3 error.",
@@ -33,7 +44,9 @@ def registry(report: Report) -> Any:
     for result in report.results:
         device = "" if result.device is None else str(result.device)
         for name, m in result.metrics.items():
-            if isinstance(m.value, (int, float)) and not isinstance(m.value, bool) and math.isfinite(m.value):
+            if m.unstable:
+                unstable.labels(result.probe, name, m.unit, device, host).set(1)
+            elif isinstance(m.value, (int, float)) and not isinstance(m.value, bool) and math.isfinite(m.value):
                 metric.labels(result.probe, name, m.unit, device, host).set(m.value)
         for value in VERDICTS:
             verdict.labels(result.probe, device, host, value).set(1 if result.verdict.value == value else 0)
