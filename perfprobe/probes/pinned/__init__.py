@@ -14,6 +14,19 @@ from perfprobe.probe import Gpu, Probe
 from perfprobe.probes.pinned import rules, tables
 from perfprobe.probes.pinned.figures import Raw
 from perfprobe.probes.pinned.plan import check_knobs
+from perfprobe.stability import AtMost, NotBelow, Relation
+
+PINNED_OVER_PAGEABLE = 0.9
+"""Pinned copies at least this share of pageable ones: a pageable copy goes through the driver's
+own pinned staging buffers, so it never outruns a DMA straight from pinned memory; 10% for the
+noise of two separate measurements."""
+
+RELATIONS: tuple[Relation, ...] = (
+    AtMost("link.fraction_*", 1.0, "a copy faster than the PCIe link's raw rate (the link reading or the "
+           "timing is wrong)"),
+    NotBelow("pinned.{}_gbs", "pageable.{}_gbs", PINNED_OVER_PAGEABLE,
+             "pinned copies slower than pageable ones", each=("h2d", "d2h")),
+)
 
 
 def judge(raw: Raw, host: Facts) -> Assessment:
@@ -26,4 +39,4 @@ def judge(raw: Raw, host: Facts) -> Assessment:
 
 PROBE = Probe(name="pinned", title="Host-GPU copies: pageable vs pinned, against the PCIe link",
               judge=judge, measure_module="perfprobe.probes.pinned.measure", requires=(Gpu(),),
-              check_knobs=check_knobs)
+              check_knobs=check_knobs, relations=RELATIONS)
