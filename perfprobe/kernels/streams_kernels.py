@@ -100,6 +100,11 @@ class Device:
 
 def time_kernel(dev: Device, elements: int, iters: int, repeats: int = 3) -> float:
     """Median milliseconds of the kernel over `elements` elements (after one warm-up)."""
+    return float(np.median(kernel_samples(dev, elements, iters, repeats)))
+
+
+def kernel_samples(dev: Device, elements: int, iters: int, repeats: int = 3) -> list[float]:
+    """Milliseconds of each of `repeats` kernels over `elements` elements, after one warm-up."""
     stream = dev.streams[0]
     start, end = dev.cupy.cuda.Event(), dev.cupy.cuda.Event()
     samples = []
@@ -109,8 +114,8 @@ def time_kernel(dev: Device, elements: int, iters: int, repeats: int = 3) -> flo
         end.record(stream)
         end.synchronize()
         if i:
-            samples.append(dev.cupy.cuda.get_elapsed_time(start, end))
-    return float(np.median(samples))
+            samples.append(float(dev.cupy.cuda.get_elapsed_time(start, end)))
+    return samples
 
 
 def calibrate_iters(dev: Device, elements: int, target_ms: float) -> int:
@@ -124,6 +129,11 @@ def calibrate_iters(dev: Device, elements: int, target_ms: float) -> int:
 
 def time_copy(dev: Device, dst: int, src: int, nbytes: int, kind: int, repeats: int = 3) -> float:
     """Median milliseconds of one whole-buffer copy."""
+    return float(np.median(copy_samples(dev, dst, src, nbytes, kind, repeats)))
+
+
+def copy_samples(dev: Device, dst: int, src: int, nbytes: int, kind: int, repeats: int = 3) -> list[float]:
+    """Milliseconds of each of `repeats` whole-buffer copies, after one warm-up."""
     stream = dev.streams[0]
     start, end = dev.cupy.cuda.Event(), dev.cupy.cuda.Event()
     samples = []
@@ -133,14 +143,21 @@ def time_copy(dev: Device, dst: int, src: int, nbytes: int, kind: int, repeats: 
         end.record(stream)
         end.synchronize()
         if i:
-            samples.append(dev.cupy.cuda.get_elapsed_time(start, end))
-    return float(np.median(samples))
+            samples.append(float(dev.cupy.cuda.get_elapsed_time(start, end)))
+    return samples
 
 
 def time_both_directions(dev: Device, h_in: int, h_out: int, nbytes: int, chunks: int = 1,
                          repeats: int = 3) -> float:
-    """Median milliseconds of a whole-buffer H2D and D2H at once on two streams, each direction
-    issued as `chunks` copies (the driver interleaves the two engines better with several)."""
+    """Median milliseconds of a whole-buffer H2D and D2H at once (both_directions_samples)."""
+    return float(np.median(both_directions_samples(dev, h_in, h_out, nbytes, chunks, repeats)))
+
+
+def both_directions_samples(dev: Device, h_in: int, h_out: int, nbytes: int, chunks: int = 1,
+                            repeats: int = 3) -> list[float]:
+    """Milliseconds of each of `repeats` whole-buffer H2D and D2H at once on two streams (after one
+    warm-up), each direction issued as `chunks` copies (the driver interleaves the two engines
+    better with several)."""
     cupy, up, down = dev.cupy, dev.streams[0], dev.streams[1 % len(dev.streams)]
     start, done, end = cupy.cuda.Event(), cupy.cuda.Event(), cupy.cuda.Event()
     bounds = np.linspace(0, nbytes // 4, chunks + 1).astype(np.int64) * 4
@@ -157,8 +174,8 @@ def time_both_directions(dev: Device, h_in: int, h_out: int, nbytes: int, chunks
         end.record(up)
         end.synchronize()
         if i:
-            samples.append(cupy.cuda.get_elapsed_time(start, end))
-    return float(np.median(samples))
+            samples.append(float(cupy.cuda.get_elapsed_time(start, end)))
+    return samples
 
 
 def run_pipeline(dev: Device, h_in: int, h_out: int, elements: int, chunks: int, streams: int,

@@ -12,7 +12,10 @@ Efficiency = ideal / measured.
 
 from __future__ import annotations
 
-from typing import Any, Mapping
+import statistics
+from typing import Any, Callable, Mapping
+
+from perfprobe.stats import Stat, summarize
 
 Raw = Mapping[str, Any]
 
@@ -70,6 +73,43 @@ def hidden_fraction(o: Mapping[str, float]) -> float:
     also pays one more synchronisation, so the raw ratio can pass 1 by a hair)."""
     saved = (o["sync_ms"] - o["async_ms"]) / max(min(o["host_ms"], o["gpu_ms"]), 1e-9)
     return float(min(1.0, max(0.0, saved)))
+
+
+def best_ideal_ms(raw: Raw) -> float:
+    """The ideal time of the best configuration: what its measured time is bounded by."""
+    return ideal_ms(raw["stage_ms"], int(best_config(raw)["chunks"]))
+
+
+def stage_stat(raw: Raw, stage: str) -> Mapping[str, Any] | None:
+    """The repeats behind one stage's median (recordings before stage_stats have none), only when
+    they are the repeats of the median recorded in stage_ms."""
+    stat = (raw.get("stage_stats") or {}).get(stage)
+    if not stat or float(stat["median"]) != float(raw["stage_ms"][stage]):
+        return None
+    found: Mapping[str, Any] = stat
+    return found
+
+
+def both_gbs_stat(raw: Raw) -> Stat | None:
+    """Both directions' GB/s (raw["both_gbs"], as measured) with the rate each repeat reached."""
+    stat = stage_stat(raw, "both")
+    if stat is None:
+        return None
+    nbytes = int(raw["elements"]) * 4
+    return rate_stat(stat, lambda ms: 2 * nbytes / (ms * 1e-3) / 1e9, float(raw["both_gbs"]))
+
+
+def rate_stat(time: Mapping[str, Any], rate: Callable[[float], float], median: float) -> Stat:
+    """A time's summary turned into the rate each repeat reached (`rate`: falling with time), its
+    median the figure as computed from the median time (`median`)."""
+    samples = [rate(float(t)) for t in time.get("samples") or ()]
+    out: Stat = {"median": median, "min": rate(float(time["max"])), "max": rate(float(time["min"])),
+                 "repeats": int(time.get("repeats") or len(samples) or 1)}
+    if samples:
+        whole = summarize(samples)
+        out["iqr"], out["samples"] = whole["iqr"], whole["samples"]
+        out["mad"] = statistics.median(abs(s - median) for s in samples)
+    return out
 
 
 def copy_engines(raw: Raw) -> int:

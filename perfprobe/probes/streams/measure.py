@@ -15,6 +15,7 @@ from perfprobe.probe import ProbeContext, ProbeSkipped
 from perfprobe.probes.streams import plan
 from perfprobe.probes.streams.figures import best_config
 from perfprobe.probes.streams.plan import PRESETS, Preset
+from perfprobe.stats import summarize
 
 
 def measure(ctx: ProbeContext) -> dict[str, Any]:
@@ -73,20 +74,28 @@ def _host_buffers(buffers: tk.Allocations, elements: int) -> dict[str, Any]:
 
 
 def _stages(dev: sk.Device, host: dict[str, Any], elements: int) -> dict[str, Any]:
-    """Each stage alone over the whole buffer; the kernel calibrated to one H2D copy's time."""
+    """Each stage alone over the whole buffer; the kernel calibrated to one H2D copy's time. The
+    medians go into `stage_ms` (the ideal's inputs), the repeats into `stage_stats`."""
     nbytes = elements * 4
-    h2d = sk.time_copy(dev, dev.d_in.data.ptr, host["pin_in"], nbytes, sk.H2D)
-    d2h = sk.time_copy(dev, host["pin_out"], dev.d_out.data.ptr, nbytes, sk.D2H)
-    both_whole = sk.time_both_directions(dev, host["pin_in"], host["pin_out"], nbytes)
-    both_chunked = sk.time_both_directions(dev, host["pin_in"], host["pin_out"], nbytes, chunks=16)
-    both = min(both_whole, both_chunked)  # the faster way is what a pipeline can reach
-    iters = sk.calibrate_iters(dev, elements, h2d)
-    kernel = sk.time_kernel(dev, elements, iters)
+    h2d = sk.copy_samples(dev, dev.d_in.data.ptr, host["pin_in"], nbytes, sk.H2D)
+    d2h = sk.copy_samples(dev, host["pin_out"], dev.d_out.data.ptr, nbytes, sk.D2H)
+    both_whole = sk.both_directions_samples(dev, host["pin_in"], host["pin_out"], nbytes)
+    both_chunked = sk.both_directions_samples(dev, host["pin_in"], host["pin_out"], nbytes, chunks=16)
+    iters = sk.calibrate_iters(dev, elements, _median(h2d))
+    kernel = sk.kernel_samples(dev, elements, iters)
+    both = min(both_whole, both_chunked, key=_median)  # the faster way is what a pipeline can reach
     a, b = sk.coefficients(iters)
+    samples = {"h2d": h2d, "kernel": kernel, "d2h": d2h, "both": both}
     return {"iters": iters, "coefficients": {"a": a, "b": b},
-            "stage_ms": {"h2d": h2d, "kernel": kernel, "d2h": d2h, "both": both},
-            "both_gbs": 2 * nbytes / (both * 1e-3) / 1e9,
-            "both_ms": {"whole": both_whole, "chunked_16": both_chunked}}
+            "stage_ms": {k: _median(v) for k, v in samples.items()},
+            "stage_stats": {k: summarize(v) for k, v in samples.items()},
+            "both_gbs": 2 * nbytes / (_median(both) * 1e-3) / 1e9,
+            "both_ms": {"whole": _median(both_whole), "chunked_16": _median(both_chunked)}}
+
+
+def _median(samples: list[float]) -> float:
+    """The median as the stage timings always took it (numpy's)."""
+    return float(np.median(samples))
 
 
 def _pipelines(dev: sk.Device, host: dict[str, Any], elements: int, iters: int, preset: Preset,
@@ -120,8 +129,6 @@ def _config(dev: sk.Device, host: dict[str, Any], ptrs: tuple[int, int], element
 
     `gate=False` for pageable buffers: their copies block the host anyway, so a gate would only
     be waited out inside the first enqueue call."""
-    from perfprobe.stats import summarize
-
     host[out_key].fill(np.nan)
     dev.d_out.fill(np.nan)
     dev.cupy.cuda.Device().synchronize()
@@ -197,11 +204,13 @@ def remeasure(ctx: ProbeContext, raw: dict[str, Any], keys: tuple[str, ...]) -> 
             if "overlap" in keys:
                 host = _host_buffers(buffers, elements)
                 nbytes = elements * 4
-                stages = dict(raw["stage_ms"])
-                stages["h2d"] = sk.time_copy(dev, dev.d_in.data.ptr, host["pin_in"], nbytes, sk.H2D)
-                stages["d2h"] = sk.time_copy(dev, host["pin_out"], dev.d_out.data.ptr, nbytes, sk.D2H)
-                stages["kernel"] = sk.time_kernel(dev, elements, iters)
-                out["stage_ms"] = stages
+                stages, stats = dict(raw["stage_ms"]), dict(raw.get("stage_stats") or {})
+                timed = {"h2d": sk.copy_samples(dev, dev.d_in.data.ptr, host["pin_in"], nbytes, sk.H2D),
+                         "d2h": sk.copy_samples(dev, host["pin_out"], dev.d_out.data.ptr, nbytes, sk.D2H),
+                         "kernel": sk.kernel_samples(dev, elements, iters)}
+                for key, samples in timed.items():
+                    stages[key], stats[key] = _median(samples), summarize(samples)
+                out["stage_ms"], out["stage_stats"] = stages, stats
                 pinned = (host["pin_in"], host["pin_out"])
                 serial = _config(dev, host, pinned, elements, 1, 1, iters, check=_check_reference(host, iters))
                 host["serial"][:] = host["out"]

@@ -9,13 +9,17 @@ from perfprobe.model import Cell, Metric, Table
 from perfprobe.probes.streams.figures import (
     Raw,
     best_config,
+    best_ideal_ms,
+    both_gbs_stat,
     copy_engines,
     efficiency,
     hidden_fraction,
     ideal_ms,
     median_ms,
     speedup,
+    stage_stat,
 )
+from perfprobe.stats import metric
 from perfprobe.units import format_bytes
 
 
@@ -30,18 +34,24 @@ def key_figure(raw: Raw) -> str:
 
 
 def metrics(raw: Raw) -> dict[str, Metric]:
+    """Timed figures carry their repeats (stats.metric); counts, the efficiency, speed-up and
+    slowdowns (ratios of separately timed figures) and the ideal (arithmetic on the stages) stay plain."""
     best = best_config(raw)
+    both = both_gbs_stat(raw)
     out = {
         "best.chunks": Metric(best["chunks"], "count"), "best.streams": Metric(best["streams"], "count"),
-        "best.ms": Metric(round(median_ms(best), 3), "ms"),
+        "best.ms": metric(best["ms"], "ms", 3),
+        "best.ideal_ms": Metric(round(best_ideal_ms(raw), 3), "ms"),
         "best.efficiency": Metric(round(efficiency(raw, best), 3), "ratio"),
         "best.speedup": Metric(round(speedup(raw), 3), "ratio"),
-        "serial.ms": Metric(round(median_ms(raw["serial"]), 3), "ms"),
-        "both_directions_gbs": Metric(round(raw["both_gbs"], 2), "GB/s"),
+        "serial.ms": metric(raw["serial"]["ms"], "ms", 3),
+        "both_directions_gbs": metric(both, "GB/s") if both else Metric(round(raw["both_gbs"], 2), "GB/s"),
         "copy_engines": Metric(copy_engines(raw), "count"),
         "kernel_iters": Metric(raw["iters"], "count"),
     }
-    out.update({f"stage_ms.{k}": Metric(round(v, 3), "ms") for k, v in raw["stage_ms"].items()})
+    for k, v in raw["stage_ms"].items():
+        stat = stage_stat(raw, k)
+        out[f"stage_ms.{k}"] = metric(stat, "ms", 3) if stat else Metric(round(v, 3), "ms")
     for name, variant in (raw.get("breakers") or {}).items():
         out[f"{name}.slowdown"] = Metric(round(median_ms(variant) / median_ms(best), 3), "ratio")
     if raw.get("host_overlap"):
