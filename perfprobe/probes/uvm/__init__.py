@@ -12,7 +12,29 @@ from perfprobe.host.facts import Facts
 from perfprobe.model import Assessment
 from perfprobe.probe import Gpu, Probe
 from perfprobe.probes.uvm import rules, tables
-from perfprobe.probes.uvm.figures import Raw
+from perfprobe.probes.uvm.figures import TO_GPU, TO_HOST, Raw
+from perfprobe.stability import NotBelow, Relation
+
+SPREAD_BOUND = 0.20
+"""uvm's repeats are wider than the 0.10 default: page-fault migration (managed_on_demand, advice
+without a prefetch) and the host-side paths timed by the wall clock around threads that fault
+pages back. Healthy H200 recordings (tests/data/uvm_h200_*.json, all_quick_h200x2.rec.json; 3
+repeats, whose MAD is the nearer of two distances to the median) reach 8.4% (managed_on_demand),
+11.4% (host_on_demand) and 12.8% (host_local); 0.20 leaves room above them."""
+SAME_WORK_NOISE = 0.9
+"""A path's end-to-end time at least this share of its ceiling's: the ceiling does the same read
+with nothing moved first, so a path only passes it by the noise of two measurements."""
+
+RELATIONS: tuple[Relation, ...] = (
+    NotBelow("time_ms.{}", "time_ms.device_memory", SAME_WORK_NOISE,
+             "a GPU path faster than the same kernel on data already in device memory",
+             each=tuple(p for p in TO_GPU if p != "device_memory")),
+    NotBelow("time_ms.{}", "time_ms.host_local", SAME_WORK_NOISE,
+             "a way back faster than host threads reading host memory",
+             each=tuple(p for p in TO_HOST if p != "host_local")),
+    NotBelow("time_ms.{}_passes", "time_ms.{}", SAME_WORK_NOISE,
+             "several kernel passes faster than one", each=("explicit_copy", "zero_copy")),
+)
 
 
 def judge(raw: Raw, host: Facts) -> Assessment:
@@ -23,4 +45,5 @@ def judge(raw: Raw, host: Facts) -> Assessment:
 
 
 PROBE = Probe(name="uvm", title="Unified memory: on-demand migration, prefetch, advice, zero-copy",
-              judge=judge, measure_module="perfprobe.probes.uvm.measure", requires=(Gpu(),))
+              judge=judge, measure_module="perfprobe.probes.uvm.measure", requires=(Gpu(),),
+              relations=RELATIONS, spread_bound=SPREAD_BOUND)

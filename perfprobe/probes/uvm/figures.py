@@ -6,7 +6,10 @@ on any host give the same findings and the same tables.
 
 from __future__ import annotations
 
+import statistics
 from typing import Any, Mapping
+
+from perfprobe.stats import Stat, summarize
 
 Raw = Mapping[str, Any]
 
@@ -45,6 +48,24 @@ def gbs(raw: Raw, path: str) -> float | None:
     seconds = median_s(raw, path)
     nbytes = path_entry(raw, path).get("bytes")
     return float(nbytes) / seconds / 1e9 if seconds and nbytes else None
+
+
+def gbs_stat(raw: Raw, path: str) -> Stat | None:
+    """`gbs` with the rate each repeat reached (bytes over each repeat's end-to-end time): the
+    repeats' spread of the figure, its median exactly `gbs`. None where `gbs` is."""
+    speed = gbs(raw, path)
+    time = path_entry(raw, path).get("time_s")
+    if speed is None or not time:
+        return None
+    nbytes = float(path_entry(raw, path)["bytes"])
+    samples = [nbytes / float(t) / 1e9 for t in time.get("samples") or () if t]
+    out: Stat = {"median": speed, "min": nbytes / float(time["max"]) / 1e9,
+                 "max": nbytes / float(time["min"]) / 1e9, "repeats": int(time.get("repeats") or len(samples) or 1)}
+    if samples:
+        whole = summarize(samples)
+        out["iqr"], out["samples"] = whole["iqr"], whole["samples"]
+        out["mad"] = statistics.median(abs(s - speed) for s in samples)
+    return out
 
 
 def ratio_to_reference(raw: Raw, path: str) -> float | None:

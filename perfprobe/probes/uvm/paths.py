@@ -32,10 +32,10 @@ from perfprobe.kernels.uvm_memory import (
     mapped_pinned,
     wait,
 )
-from perfprobe.stats import summarize
+from perfprobe.stats import Stat, summarize
 
 Step = Callable[[int], dict[str, float]]
-Times = dict[str, dict[str, float]]
+Times = dict[str, Stat]
 _H2D, _D2H = 1, 2  # cudaMemcpyHostToDevice, cudaMemcpyDeviceToHost
 
 

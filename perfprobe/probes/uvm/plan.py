@@ -11,7 +11,11 @@ from perfprobe.probe import ProbeSkipped
 
 DEFAULT_SIZE = 4 << 30
 QUICK_SIZE = 256 << 20
-REPEATS = 3  # timed runs per path after one warm-up; --quick saves time through the size instead
+REPEATS = 5
+"""Timed runs per path after one warm-up (--quick saves time through the size instead): 5, not 3,
+so that compare's Mann-Whitney test can call a change (3 against 3 never reaches p < 0.05) and the
+MAD is more than the nearer of two distances; at 256 MiB the two more repeats of every path take
+about 0.3 s of timed work on an H200 (0.16 s a round, all_quick_h200x2.rec.json), plus their fills."""
 DEFAULT_PASSES = 8
 UNIT = 1 << 20  # sizes are whole MiB: a multiple of the kernels' data pattern
 DEVICE_FRACTION = HOST_FRACTION = 0.25  # the managed buffer may land on either side

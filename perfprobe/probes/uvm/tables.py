@@ -8,7 +8,18 @@ from __future__ import annotations
 from typing import Any
 
 from perfprobe.model import Cell, Metric, Table
-from perfprobe.probes.uvm.figures import PASSES, TO_GPU, TO_HOST, Raw, gbs, move_s, path_entry, ratio_to_reference
+from perfprobe.probes.uvm.figures import (
+    PASSES,
+    TO_GPU,
+    TO_HOST,
+    Raw,
+    gbs,
+    gbs_stat,
+    move_s,
+    path_entry,
+    ratio_to_reference,
+)
+from perfprobe.stats import metric
 
 HOW = {
     "managed_on_demand": "host-written managed; GPU faults it in",
@@ -54,16 +65,17 @@ def key_figure(raw: Raw) -> str:
 
 
 def metrics(raw: Raw) -> dict[str, Metric]:
-    """gbs.<path>, ratio.<path> (to the explicit-copy reference), time_ms.<path>, attr.<name>."""
+    """gbs.<path>, ratio.<path> (to the explicit-copy reference), time_ms.<path>, attr.<name>; the
+    GB/s and times carry their repeats."""
     out: dict[str, Metric] = {"size_bytes": Metric(raw.get("size_bytes"), "bytes")}
     for path in (*TO_GPU, *PASSES, *TO_HOST):
-        speed = gbs(raw, path)
+        speed = gbs_stat(raw, path)
         if speed is None:
             continue
-        out[f"gbs.{path}"] = Metric(round(speed, 3), "GB/s")
-        ratio = ratio_to_reference(raw, path)
+        out[f"gbs.{path}"] = metric(speed, "GB/s", 3)
+        ratio = ratio_to_reference(raw, path)  # two paths' figures over each other: plain
         out[f"ratio.{path}"] = Metric(None if ratio is None else round(ratio, 3), "ratio")
-        out[f"time_ms.{path}"] = Metric(round(float(path_entry(raw, path)["time_s"]["median"]) * 1e3, 3), "ms")
+        out[f"time_ms.{path}"] = metric(path_entry(raw, path)["time_s"], "ms", 3, scale=1e3)
     for name, value in (raw.get("attributes") or {}).items():
         out[f"attr.{name}"] = Metric(int(value), "flag")
     return out
