@@ -14,6 +14,21 @@ from perfprobe.probe import Gpu, Probe
 from perfprobe.probes.gpumem import rules, tables
 from perfprobe.probes.gpumem.figures import Raw
 from perfprobe.probes.gpumem.plan import check_knobs
+from perfprobe.stability import AtMost, Ordered, Relation
+
+ORDER_NOISE = 1.1
+"""Each slowdown in a sequence at most this times the next: 10% for the noise of two ratios."""
+
+RELATIONS: tuple[Relation, ...] = (
+    AtMost("dram_fraction_of_peak", 1.0, "DRAM bandwidth above its theoretical peak (NVML clock x bus width "
+           "x 2): cache hits (a buffer not far larger than L2) or a wrong timing"),
+    Ordered(tuple(f"bank_conflict_slowdown.{ways}way" for ways in (2, 4, 8, 16, 32)), ORDER_NOISE,
+            "more lanes on one shared-memory bank cost less"),
+    Ordered(tuple(f"coalesce_slowdown.stride{stride}" for stride in (2, 4, 8, 16, 32)), ORDER_NOISE,
+            "a wider stride between threads read faster"),
+    Ordered(("warps_per_sm_to_saturate.ilp4", "warps_per_sm_to_saturate"), 1.0,
+            "four loads in flight per thread needed more warps than one"),
+)
 
 
 def judge(raw: Raw, host: Facts) -> Assessment:
@@ -26,4 +41,4 @@ def judge(raw: Raw, host: Facts) -> Assessment:
 
 PROBE = Probe(name="gpumem", title="Inside the GPU: DRAM bandwidth, coalescing, banks, occupancy, tiling",
               judge=judge, measure_module="perfprobe.probes.gpumem.measure", requires=(Gpu(),),
-              check_knobs=check_knobs)
+              check_knobs=check_knobs, relations=RELATIONS)

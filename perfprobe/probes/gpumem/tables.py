@@ -8,6 +8,7 @@ from perfprobe.host.facts import Facts
 from perfprobe.model import Cell, Curve, Metric, Table
 from perfprobe.probes.gpumem import figures as fig
 from perfprobe.probes.gpumem.figures import Raw
+from perfprobe.stats import metric
 from perfprobe.units import format_bytes
 
 LABELS = {"read": "read kernel", "write": "write kernel", "copy": "copy kernel (read + write)",
@@ -32,11 +33,14 @@ def _share(raw: Raw) -> str:
 
 
 def metrics(raw: Raw, host: Facts) -> dict[str, Metric]:
-    out = {f"dram_gbs.{k}": Metric(round(fig.dram_gbs(raw, k), 1), "GB/s") for k in ("read", "write", "copy")}
-    out["d2d_memcpy_gbs"] = Metric(round(fig.dram_gbs(raw, "d2d_memcpy"), 1), "GB/s")
-    peak, share = fig.peak(raw), fig.fraction_of_peak(raw)
+    """Timed figures carry their repeats (stats.metric); the peak (a fact), the buffer size, the
+    slowdowns and speed-ups (two timed figures over each other) and warp counts stay plain."""
+    out = {f"dram_gbs.{k}": metric(_dram_stat(raw, k), "GB/s", 1) for k in ("read", "write", "copy")}
+    out["d2d_memcpy_gbs"] = metric(_dram_stat(raw, "d2d_memcpy"), "GB/s", 1)
+    peak = fig.peak(raw)
     out["dram_peak_gbs"] = Metric(round(peak["gbs"], 1) if peak else None, "GB/s")
-    out["dram_fraction_of_peak"] = Metric(round(share, 3) if share is not None else None, "ratio")
+    out["dram_fraction_of_peak"] = (metric(_dram_stat(raw, fig.best_dram(raw)[0]), "ratio", 3, scale=1 / peak["gbs"])
+                                    if peak else Metric(None, "ratio"))
     out["buffer_bytes"] = Metric(int(raw["dram"]["buffer_bytes"]), "bytes")
     for stride in (2, 4, 8, 16, 32):
         out[f"coalesce_slowdown.stride{stride}"] = Metric(round(fig.coalesce_slowdown(raw, stride), 2), "x")
@@ -47,9 +51,15 @@ def metrics(raw: Raw, host: Facts) -> dict[str, Metric]:
     out["warps_per_sm_to_saturate"] = Metric(fig.warps_to_saturate(raw, "serial")[0], "warps")
     out["warps_per_sm_to_saturate.ilp4"] = Metric(fig.warps_to_saturate(raw, "unrolled4")[0], "warps")
     out["transpose_tiled_speedup"] = Metric(round(fig.transpose_speedup(raw, "padded"), 2), "x")
-    out["transpose_gbs.padded"] = Metric(round(float(raw["transpose"]["padded"]["gbs"]["median"]), 1), "GB/s")
+    out["transpose_gbs.padded"] = metric(raw["transpose"]["padded"]["gbs"], "GB/s", 1)
     out["divergence_slowdown"] = Metric(round(fig.divergence_slowdown(raw), 2), "x")
     return out
+
+
+def _dram_stat(raw: Raw, kind: str) -> Mapping[str, Any]:
+    """The repeats' summary of one DRAM case's GB/s (what figures.dram_gbs reads)."""
+    stat: Mapping[str, Any] = raw["dram"][kind]["gbs"]
+    return stat
 
 
 def _spread(entry: Mapping[str, Any], key: str = "gbs", digits: int = 0) -> str:
