@@ -16,7 +16,7 @@ from __future__ import annotations
 from types import ModuleType
 from typing import Any
 
-from perfprobe.stats import summarize
+from perfprobe.stats import Stat, summarize
 
 ALREADY_ENABLED = 704  # cudaErrorPeerAccessAlreadyEnabled
 NOT_ENABLED = 705      # cudaErrorPeerAccessNotEnabled
@@ -103,7 +103,7 @@ def peer_copy(cupy: ModuleType, dst: int, dst_device: int, src: int, src_device:
 
 
 def peer_latency(cupy: ModuleType, dst: int, dst_device: int, src: int, src_device: int, nbytes: int,
-                 repeats: int) -> dict[str, float]:
+                 repeats: int) -> Stat:
     """Microseconds of one small copy between events: median and spread over `repeats` (5 warm-ups)."""
     device_ms = _timed_copies(cupy, dst, dst_device, src, src_device, nbytes, 5, repeats)
     return summarize([ms * 1e3 for ms in device_ms])

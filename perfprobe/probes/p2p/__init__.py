@@ -16,6 +16,12 @@ from perfprobe.probe import Gpu, Probe
 from perfprobe.probes.p2p import rules, tables
 from perfprobe.probes.p2p.figures import Raw
 from perfprobe.probes.p2p.plan import check_knobs
+from perfprobe.stability import AtMost, Relation
+
+RELATIONS: tuple[Relation, ...] = (
+    AtMost("p2p_fraction.*", 1.0, "a peer copy faster than its links' raw rate (the links read, or the "
+           "timing, are wrong)"),
+)
 
 
 def judge(raw: Raw, host: Facts) -> Assessment:
@@ -28,4 +34,4 @@ def judge(raw: Raw, host: Facts) -> Assessment:
 
 PROBE = Probe(name="p2p", title="GPU-to-GPU copies over NVLink or PCIe, against the topology",
               judge=judge, measure_module="perfprobe.probes.p2p.measure", requires=(Gpu(),),
-              check_knobs=check_knobs, per_device=False)
+              check_knobs=check_knobs, per_device=False, relations=RELATIONS)

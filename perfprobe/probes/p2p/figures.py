@@ -61,6 +61,35 @@ def _top(sweep: list[Mapping[str, Any]], key: str = "gbs") -> Optional[float]:
     return float(sweep[-1][key]["median"]) if sweep else None
 
 
+def _top_stat(sweep: list[Mapping[str, Any]]) -> Optional[Mapping[str, Any]]:
+    found: Optional[Mapping[str, Any]] = sweep[-1]["gbs"] if sweep else None
+    return found
+
+
+def peer_stat(raw: Raw, i: int, j: int) -> Optional[Mapping[str, Any]]:
+    """The repeats behind peer_gbs (the largest size, peer access on)."""
+    return _top_stat(list((entry(raw, i, j).get("peer") or {}).get("sweep") or []))
+
+
+def staged_stat(raw: Raw, i: int, j: int) -> Optional[Mapping[str, Any]]:
+    """The repeats behind staged_gbs."""
+    return _top_stat(list((entry(raw, i, j).get("staged") or {}).get("sweep") or []))
+
+
+def bidir_stat(raw: Raw, i: int, j: int) -> Optional[Mapping[str, Any]]:
+    """The repeats behind bidir_gbs (peer access on)."""
+    part = (entry(raw, i, j).get("peer") or {}).get("bidir")
+    found: Optional[Mapping[str, Any]] = part["gbs"] if part else None
+    return found
+
+
+def latency_stat(raw: Raw, i: int, j: int) -> Optional[Mapping[str, Any]]:
+    """The repeats of the small-copy latency as the process finds the pair: peer when enabled, else staged."""
+    part = (entry(raw, i, j).get("peer" if peer_enabled(raw, i, j) else "staged") or {}).get("latency_us")
+    found: Optional[Mapping[str, Any]] = part or None
+    return found
+
+
 def can_access(raw: Raw, i: int, j: int) -> bool:
     return bool(entry(raw, i, j).get("can_access_peer"))
 

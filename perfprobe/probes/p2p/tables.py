@@ -6,12 +6,13 @@ heat: green at 83% of the rate or more, yellow to 62%, red below.
 
 from __future__ import annotations
 
-from typing import Any, Callable, Optional
+from typing import Any, Callable, Mapping, Optional
 
 from perfprobe.host.facts import Facts
 from perfprobe.model import Cell, Curve, Metric, Table
 from perfprobe.probes.p2p import figures as fig
 from perfprobe.probes.p2p.figures import Raw
+from perfprobe.stats import metric
 from perfprobe.units import format_bytes
 
 
@@ -20,18 +21,26 @@ def _r(value: Optional[float], digits: int = 1) -> Optional[float]:
 
 
 def metrics(raw: Raw, host: Facts) -> dict[str, Metric]:
+    """Per direction; the timed figures carry their repeats (stats.metric), the fraction of the
+    links' rate those of the peer copy; peer access and the copy size stay plain."""
     out: dict[str, Metric] = {}
     for i, j in fig.directions(raw):
         key = f"{i}.{j}"
-        out[f"p2p_gbs.{key}"] = Metric(_r(fig.peer_gbs(raw, i, j)), "GB/s")
-        out[f"p2p_bidir_gbs.{key}"] = Metric(_r(fig.bidir_gbs(raw, i, j)), "GB/s")
-        out[f"p2p_staged_gbs.{key}"] = Metric(_r(fig.staged_gbs(raw, i, j)), "GB/s")
-        latency = fig.latency_us(raw, i, j) if fig.peer_enabled(raw, i, j) else fig.latency_us(raw, i, j, staged=True)
-        out[f"p2p_latency_us.{key}"] = Metric(_r(latency, 2), "us")
+        out[f"p2p_gbs.{key}"] = _timed(fig.peer_stat(raw, i, j), "GB/s")
+        out[f"p2p_bidir_gbs.{key}"] = _timed(fig.bidir_stat(raw, i, j), "GB/s")
+        out[f"p2p_staged_gbs.{key}"] = _timed(fig.staged_stat(raw, i, j), "GB/s")
+        out[f"p2p_latency_us.{key}"] = _timed(fig.latency_stat(raw, i, j), "us", 2)
         out[f"peer_access.{key}"] = Metric(int(fig.peer_enabled(raw, i, j)), "bool")
-        out[f"p2p_fraction.{key}"] = Metric(_r(fig.fraction(raw, i, j), 3), "ratio")
+        rate, share = fig.expected(raw, i, j)["gbs"], fig.fraction(raw, i, j)
+        out[f"p2p_fraction.{key}"] = (_timed(fig.peer_stat(raw, i, j), "ratio", 3, scale=1 / rate)
+                                      if rate and share is not None else Metric(None, "ratio"))
     out["copy_bytes"] = Metric(int((raw.get("budget") or {}).get("top_bytes") or 0), "bytes")
     return out
+
+
+def _timed(stat: Optional[Mapping[str, Any]], unit: str, digits: int = 1, scale: float = 1.0) -> Metric:
+    """A timed figure with its repeats; None (not measured here) without them."""
+    return metric(stat, unit, digits, scale=scale) if stat else Metric(None, unit)
 
 
 def _matrix(raw: Raw, title: str, cell: Callable[[int, int], Cell], heat: str | None = None) -> Table:
