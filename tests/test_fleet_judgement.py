@@ -80,14 +80,13 @@ def test_compare_of_two_real_runs_of_one_host_finds_no_regression():
 
 
 def test_compare_reports_a_planted_slowdown_with_the_probes_advice():
-    run2 = fr.replayed("uvm_h200_1g_run2.json", ("uvm",))
-    slow = fr.replayed("uvm_h200_1g_run2.json", ("uvm",))
-    fr.set_metric(slow, "uvm", 0, "gbs.managed_prefetch", 0.7)
-    fr.set_metric(slow, "uvm", 0, "time_ms.managed_prefetch", 1 / 0.7)
-    result = compare.compare(compare.report_reference(run2), compare.report_reference(slow),
-                             flat_facts(run2["host"]), flat_facts(slow["host"]), compare.probe_advice(slow),
-                             judge_all=True)
-    assert {c.metric for c in result.regressions} == {"uvm[0]:gbs.managed_prefetch", "uvm[0]:time_ms.managed_prefetch"}
+    run = fr.h200()
+    slow = fr.h200()
+    fr.set_metric(slow, "pinned", 0, "pinned.h2d_gbs", 0.7)
+    fr.set_metric(slow, "pinned", 1, "pinned.d2h_gbs", 0.8)
+    result = compare.compare(compare.report_reference(run), compare.report_reference(slow),
+                             flat_facts(run["host"]), flat_facts(slow["host"]), compare.probe_advice(slow))
+    assert {c.metric for c in result.regressions} == {"pinned[0]:pinned.h2d_gbs", "pinned[1]:pinned.d2h_gbs"}
     assert all(c.advice for c in result.regressions)
 
 
