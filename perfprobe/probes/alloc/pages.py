@@ -10,7 +10,7 @@ from typing import Any, Callable, Sequence
 
 from perfprobe.probes.alloc import system as osys
 from perfprobe.probes.alloc.plan import HUGE_BYTES, PAGE_BYTES, Settings
-from perfprobe.stats import summarize
+from perfprobe.stats import Stat, summarize
 
 MIN_LOCK_PAGES = 64
 
@@ -30,7 +30,7 @@ def first_touch(kernels: Any, nbytes: int, cpus: Sequence[int], settings: Settin
     return out
 
 
-def _repeat(settings: Settings, run: Callable[[], float]) -> dict[str, float]:
+def _repeat(settings: Settings, run: Callable[[], float]) -> Stat:
     return summarize([run() for _ in range(settings.repeats)])
 
 

@@ -29,7 +29,7 @@ from perfprobe.probes.layout.plan import (
     passes,
     records,
 )
-from perfprobe.stats import summarize
+from perfprobe.stats import Stat, summarize
 
 METHOD = ("numba nopython kernels timed inside compiled code (clock_gettime CLOCK_MONOTONIC); loads "
           "are unaligned (align 1) llvmlite loads kept by an empty asm; latency from a chain in which "
@@ -61,12 +61,12 @@ def _chain(buf: np.ndarray, positions: np.ndarray) -> int:
     return int(positions[0])
 
 
-def _time(samples: int, run: Any) -> dict[str, float]:
+def _time(samples: int, run: Any) -> Stat:
     return summarize([run() for _ in range(samples)])
 
 
 def _throughput(kernels: Any, addr: int, stride: int, count: int, reps: int, width: int,
-                settings: Settings, page: bool = False) -> dict[str, float]:
+                settings: Settings, page: bool = False) -> Stat:
     """ns per load of `count` loads at addr + j*stride: `repeats` timed runs after one untimed run of
     the same length, back to back in one compiled call (page: each run after plain loads from every
     page touched, see kernels.throughput_runs).
@@ -86,7 +86,7 @@ def throughput_reps(kernels: Any, loads: int, count: int) -> int:
 
 
 def _latency(kernels: Any, base: int, first: int, width: int, settings: Settings,
-             pages: tuple[int, int] | None = None) -> dict[str, float]:
+             pages: tuple[int, int] | None = None) -> Stat:
     """ns per load of the dependent chain that starts at base + first (after one untimed run);
     pages = (stride, count): each run first loads from the pages of those accesses."""
     steps = settings.chain_steps

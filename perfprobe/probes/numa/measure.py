@@ -29,7 +29,7 @@ from perfprobe.probes.numa.plan import (
     largest_cache_bytes,
     make_plan,
 )
-from perfprobe.stats import summarize
+from perfprobe.stats import Stat, summarize
 
 PAGE_CHECKS = 16384  # pages checked per buffer at most (evenly spread)
 
@@ -141,7 +141,7 @@ def _address_of(region: mmap.mmap) -> int:
     return address
 
 
-def _latency(words: Any, cpus: list[int], plan: Plan) -> dict[str, float]:
+def _latency(words: Any, cpus: list[int], plan: Plan) -> Stat:
     from perfprobe.kernels import numa_kernels
 
     with bind.threads_pinned(cpus):
@@ -153,7 +153,7 @@ def _latency(words: Any, cpus: list[int], plan: Plan) -> dict[str, float]:
     return summarize(samples)
 
 
-def _bandwidth(values: Any, cpus: list[int], plan: Plan, host: Facts) -> tuple[dict[str, float], list[int]]:
+def _bandwidth(values: Any, cpus: list[int], plan: Plan, host: Facts) -> tuple[Stat, list[int]]:
     """Read GB/s from node's CPUs, one thread per physical core (perfprobe/placement.py), each
     pinned to its CPU from inside the parallel region; returns the figure and the CPUs used."""
     from perfprobe.kernels import numa_kernels
