@@ -16,6 +16,7 @@ from perfprobe.probes.falseshare.plan import (
     DEFAULT_MAX_SPACING,
     PRESETS,
     RETRIES,
+    WARMUP_ROUNDS,
     Case,
     Settings,
     cpu_cores,
@@ -46,7 +47,8 @@ def measure(ctx: ProbeContext) -> dict[str, Any]:
     return {
         "method": "pinned threads, spin barrier, clock_gettime(CLOCK_MONOTONIC) in the kernel; "
                   "ns/update = (last thread end - first thread start) / iterations per thread; "
-                  f"a run where a thread had < 90% of its wall time on the CPU is retried {RETRIES}x",
+                  f"a run where a thread had < 90% of its wall time on the CPU is retried {RETRIES}x; "
+                  f"{WARMUP_ROUNDS} untimed pass over every case before the timed repeats",
         "threads": max(counts), "thread_counts": counts, "usable_cpus": usable,
         "placement": {str(t): {"cpus": list(order[:t]), "smt_shared": shared_cores(order[:t], cores)}
                       for t in counts},
@@ -60,18 +62,23 @@ def measure(ctx: ProbeContext) -> dict[str, Any]:
 def _time_cases(ctx: ProbeContext, kernels: Any, cases: Sequence[Case], settings: Settings,
                 iterations: int | None, sized: Sequence[int] | None = None) -> list[dict[str, Any]]:
     """Warm up and size each case (or take `sized` iteration counts), then run the repeats
-    round-robin so drift hits all alike."""
+    round-robin so drift hits all alike, the first WARMUP_ROUNDS passes untimed (discarded)."""
     with ctx.progress("false sharing: warm-up", len(cases)) as task:
         iters = list(sized) if sized else [iterations or _size_run(kernels, c, settings.run_ms, task.advance)
                                            for c in cases]
     samples: list[list[float]] = [[] for _ in cases]
     disturbed = [0] * len(cases)
-    with ctx.progress("false sharing", settings.repeats * len(cases)) as task:
-        for _ in range(settings.repeats):
+    rounds = WARMUP_ROUNDS + settings.repeats
+    with ctx.progress("false sharing", rounds * len(cases)) as task:
+        for round_ in range(rounds):
             for i, c in enumerate(cases):
-                run = _undisturbed(partial(kernels.run_counters, c.cpus, c.spacing_bytes, iters[i], c.kind))
-                samples[i].append(run.span_ns / iters[i])
-                disturbed[i] += run.preempted
+                once = partial(kernels.run_counters, c.cpus, c.spacing_bytes, iters[i], c.kind)
+                if round_ < WARMUP_ROUNDS:
+                    once()
+                else:
+                    run = _undisturbed(once)
+                    samples[i].append(run.span_ns / iters[i])
+                    disturbed[i] += run.preempted
                 task.advance()
     return [{"kind": c.kind, "threads": len(c.cpus), "cpus": list(c.cpus), "spacing_bytes": c.spacing_bytes,
              "iterations": n, "ns_per_update": summarize(s), "disturbed_runs": d}
