@@ -20,6 +20,7 @@ from perfprobe.probe import Probe, UsableCpus
 from perfprobe.probes.falseshare import rules, tables
 from perfprobe.probes.falseshare.figures import typed
 from perfprobe.probes.falseshare.plan import check_plan
+from perfprobe.stability import Ordered
 
 
 def judge(raw: Mapping[str, Any], host: Facts) -> Assessment:
@@ -38,6 +39,23 @@ def check_knobs(config: RunConfig, host: Facts) -> None:
     check_plan(config.options, len(usable), host_memory_budget(host, config.bind))
 
 
+PADDED, SHARED = "ns_per_update.atomic.256B", "ns_per_update.atomic.8B"  # the sweep always spans 8..256 B
+NOISE = 1.25
+"""How far a median may land on the wrong side of a relation: on a host whose threads hardly contend
+(SMT siblings, time-shared vCPUs) padded and shared updates cost the same, give or take noise."""
+RELATIONS = (
+    Ordered((PADDED, SHARED), NOISE, "atomic updates on counters 256 B apart slower than on counters "
+            "sharing a line (8 B apart)"),
+    Ordered(("ns_per_update.atomic.64B", SHARED), NOISE, "atomic updates on counters a line apart (64 B) "
+            "slower than on counters sharing a line (8 B apart)"),
+    Ordered((PADDED, "true_sharing_ns_per_update.atomic"), NOISE, "atomic updates on counters 256 B apart "
+            "slower than every thread updating one counter"),
+)
+SPREAD_BOUND = 0.25
+"""Many threads fighting over one line are chaotic: the 16-thread 16 B case's repeats had a MAD of
+19% of their median in a quiet --quick run on the H200 guest (padded and 2-thread cases under 10%)."""
+
 PROBE = Probe(name="falseshare", title="False sharing and core-to-core latency", judge=judge,
               measure_module="perfprobe.probes.falseshare.measure",
-              requires=(UsableCpus(2, "two threads on different CPUs"),), check_knobs=check_knobs)
+              requires=(UsableCpus(2, "two threads on different CPUs"),), check_knobs=check_knobs,
+              relations=RELATIONS, spread_bound=SPREAD_BOUND)

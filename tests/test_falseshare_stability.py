@@ -1,0 +1,114 @@
+"""falseshare's figures carry their repeats, its relations catch impossible figures, and its spread
+bound lets a quiet host's repeats through (stability.py); --quick keeps five timed repeats after a
+discarded pass. No kernel runs here: measure's loop is driven with a stand-in for the kernels."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+
+from perfprobe.config import RunConfig
+from perfprobe.model import Metric
+from perfprobe.probe import ProbeContext
+from perfprobe.probes import falseshare
+from perfprobe.probes.falseshare import measure, plan
+from perfprobe.progress import null_progress
+from perfprobe.stability import unstable
+from perfprobe.stats import metric, summarize
+
+DATA = Path(__file__).parent / "data"
+RECORDINGS = sorted(DATA.glob("falseshare_*.json"))
+
+
+def judged(name: str) -> dict[str, Metric]:
+    recording = json.loads((DATA / name).read_text())
+    return dict(falseshare.judge(recording["raw"]["falseshare"], recording["host"]).metrics)
+
+
+def broken(metrics: dict[str, Metric]) -> dict[str, str]:
+    """What the probe's relations and spread bound name in these metrics."""
+    return unstable(metrics, falseshare.PROBE.relations, falseshare.PROBE.spread_bound)
+
+
+def planted(metrics: dict[str, Metric], name: str, value: float) -> dict[str, Metric]:
+    return {**metrics, name: dataclasses.replace(metrics[name], value=value)}
+
+
+def test_atomic_and_core_to_core_figures_carry_their_repeats():
+    metrics = judged("falseshare_kvm_2cpu.json")
+    key = metrics["ns_per_update.atomic.64B"]
+    assert key.spread is not None and key.spread.n == 11
+    assert key.spread.median == pytest.approx(key.value, abs=1e-3)
+    assert key.spread.min <= key.value <= key.spread.max and key.spread.iqr
+    assert metrics["true_sharing_ns_per_update.atomic"].spread.n == 11
+    assert metrics["core_to_core_ns.0.1"].spread.n == 5
+
+
+def test_plain_figures_counts_and_ratios_stay_bare():
+    """A plain increment flips between a fast and a slow mode from run to run: no spread to judge."""
+    metrics = judged("falseshare_kvm_2cpu.json")
+    for name in ("ns_per_update.plain.64B", "true_sharing_ns_per_update.plain", "slowdown.atomic.8B",
+                 "recommended_padding_bytes", "threads"):
+        assert metrics[name].spread is None, name
+
+
+@pytest.mark.parametrize("path", RECORDINGS, ids=lambda p: p.name)
+def test_no_recording_breaks_a_relation(path):
+    assert broken(judged(path.name)) == {}
+
+
+@pytest.mark.parametrize("name, value, what", [
+    ("ns_per_update.atomic.256B", 40.0, "256 B apart slower than on counters sharing a line"),
+    ("ns_per_update.atomic.64B", 40.0, "a line apart (64 B) slower"),
+])
+def test_a_padded_update_slower_than_a_shared_one_is_named(name, value, what):
+    metrics = judged("falseshare_kvm_2cpu.json")   # 8 B: 31.7 ns, true sharing 33.1 ns
+    found = broken(planted(metrics, name, value))
+    assert list(found) == [name] and what in found[name]
+
+
+def test_padded_updates_slower_than_true_sharing_are_named():
+    metrics = judged("falseshare_kvm_2cpu.json")
+    metrics = planted(planted(metrics, "ns_per_update.atomic.8B", 60.0), "ns_per_update.atomic.256B", 45.0)
+    found = broken(metrics)
+    assert "every thread updating one counter" in found["ns_per_update.atomic.256B"]
+
+
+def test_noise_within_a_quarter_is_no_contradiction():
+    """Threads that hardly contend (SMT siblings) cost the same padded or not, give or take noise."""
+    metrics = judged("falseshare_kvm_2cpu.json")
+    assert broken(planted(metrics, "ns_per_update.atomic.256B", 31.7 * 1.2)) == {}
+
+
+def test_the_spread_bound_passes_quiet_many_thread_contention_and_names_a_busy_run():
+    quiet = summarize([121.295, 94.298, 94.834, 232.553, 117.262])   # 16 threads, 16 B: H200 guest, quiet
+    busy = summarize([26.337, 45.71, 23.57, 52.07, 15.1])            # 2 threads, 8 B: 2-vCPU guest, 59% preempted
+    assert 0.10 < quiet["mad"] / quiet["median"] < falseshare.PROBE.spread_bound
+    assert broken({"ns_per_update.atomic.16B": metric(quiet, "ns", 3)}) == {}
+    assert "repeats disagree" in broken({"ns_per_update.atomic.8B": metric(busy, "ns", 3)})["ns_per_update.atomic.8B"]
+
+
+def test_quick_keeps_five_timed_repeats_after_a_discarded_pass():
+    assert plan.QUICK.repeats >= 5 and plan.WARMUP_ROUNDS >= 1
+    # the timed phase stays as long as before the warm-up pass (5 repeats of 6 ms)
+    assert (plan.WARMUP_ROUNDS + plan.QUICK.repeats) * plan.QUICK.run_ms <= 5 * 6.0
+
+
+def test_the_first_pass_is_run_and_discarded():
+    calls = []
+
+    def run_counters(cpus, spacing, iterations, kind):
+        calls.append(spacing)
+        return SimpleNamespace(span_ns=1e9 if len(calls) <= 2 else 2_000.0 * iterations, preempted=0)
+
+    ctx = ProbeContext(config=RunConfig(quick=True), host={}, progress=null_progress)
+    cases = [plan.Case("atomic", (0, 1), 64), plan.Case("atomic", (0, 1), 8)]
+    timed = measure._time_cases(ctx, SimpleNamespace(run_counters=run_counters), cases, plan.QUICK, 1_000)
+    assert len(calls) == (plan.WARMUP_ROUNDS + plan.QUICK.repeats) * len(cases)
+    for case in timed:
+        assert case["ns_per_update"]["repeats"] == plan.QUICK.repeats
+        assert case["ns_per_update"]["max"] == 2_000.0   # the slow first pass left no sample
