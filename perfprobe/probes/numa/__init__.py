@@ -17,6 +17,7 @@ from perfprobe.probe import Probe, ProbeContext, ProbeSkipped
 from perfprobe.probes.numa import rules, tables
 from perfprobe.probes.numa.figures import pair_figures, typed
 from perfprobe.probes.numa.plan import cpu_and_memory_nodes
+from perfprobe.stability import NotBelow, Ordered, Relation
 
 
 def judge(raw: Mapping[str, Any], host: Facts) -> Assessment:
@@ -26,7 +27,7 @@ def judge(raw: Mapping[str, Any], host: Facts) -> Assessment:
     shown = tables.topology(host) + tables.matrices(numbers, latency, bandwidth) + \
         tables.penalties(numbers, host) + tables.placement(numbers)
     return Assessment(summary=tables.summary(numbers, host, latency),
-                      metrics=tables.metrics(numbers, host, latency, bandwidth),
+                      metrics=tables.metrics(numbers, host),
                       findings=rules.findings(raw, host), tables=shown, facts=tables.facts(numbers),
                       key_figure=tables.key_figure(numbers, latency))
 
@@ -59,5 +60,26 @@ class PlaceableNodes:
         return ProbeSkipped("no NUMA node with usable CPUs and memory", "check the cpuset of this process")
 
 
+MAX_NODE_IDS = 32
+"""Relations are declared for node ids below this (8 sockets of 4 sub-NUMA clusters)."""
+LOCAL_NOISE = 1.1
+"""Local latency may read up to 10% above a remote one before the two contradict each other:
+sub-NUMA clusters and emulated nodes put local and remote within a few percent."""
+
+
+def local_not_above_remote(nodes: int = MAX_NODE_IDS) -> tuple[Relation, ...]:
+    """A CPU node's dependent loads from its own memory are not slower than from another node's.
+    Both figures of a pair that breaks it are named: a disturbed local run reads high, and a remote
+    working set capped to fit a nearly full node hits cache and reads low; either may be the wrong one."""
+    why = "local latency above remote (dependent loads from a node's own memory slower than from another's)"
+    out: list[Relation] = []
+    for i in range(nodes):
+        for j in range(nodes):
+            if i != j:
+                local, remote = f"latency_ns.{i}.{i}", f"latency_ns.{i}.{j}"
+                out += [Ordered((local, remote), LOCAL_NOISE, why), NotBelow(remote, local, 1 / LOCAL_NOISE, why)]
+    return tuple(out)
+
+
 PROBE = Probe(name="numa", title="NUMA locality", judge=judge, measure_module="perfprobe.probes.numa.measure",
-              requires=(NumaSyscalls(), PlaceableNodes()))
+              requires=(NumaSyscalls(), PlaceableNodes()), relations=local_not_above_remote())

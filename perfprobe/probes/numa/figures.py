@@ -80,15 +80,21 @@ def stat_of(pair: PairRecord, key: str) -> Stat:
     return cast(Stat, cast(Mapping[str, Any], pair).get(key) or {})
 
 
+def pair_stats(raw: NumaRaw, key: str) -> dict[Pair, Stat]:
+    """The repeats' statistics of `key` ("latency_ns" or "read_gbs") for every measured pair whose
+    pages verified."""
+    bad = set(misplaced_nodes(raw))
+    found = {}
+    for pair in raw.get("pairs", []):
+        stat = stat_of(pair, key)
+        if stat.get("median") is not None and pair["mem_node"] not in bad:
+            found[(pair["cpu_node"], pair["mem_node"])] = stat
+    return found
+
+
 def pair_figures(raw: NumaRaw, key: str) -> dict[Pair, float]:
     """Median of `key` ("latency_ns" or "read_gbs") for every measured pair whose pages verified."""
-    bad = set(misplaced_nodes(raw))
-    figures = {}
-    for pair in raw.get("pairs", []):
-        value = stat_of(pair, key).get("median")
-        if value is not None and pair["mem_node"] not in bad:
-            figures[(pair["cpu_node"], pair["mem_node"])] = float(value)
-    return figures
+    return {pair: float(stat["median"]) for pair, stat in pair_stats(raw, key).items()}
 
 
 def working_sets(raw: NumaRaw) -> dict[Pair, int]:

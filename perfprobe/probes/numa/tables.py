@@ -6,6 +6,7 @@ from __future__ import annotations
 import statistics
 from typing import Any, Mapping
 
+from perfprobe import stats
 from perfprobe.host.facts import Facts, NodeFacts, numa_nodes
 from perfprobe.host.parse import format_cpulist
 from perfprobe.model import Cell, Metric, Table
@@ -16,6 +17,7 @@ from perfprobe.probes.numa.figures import (
     implied_ratio,
     misplaced_nodes,
     numa_facts,
+    pair_stats,
     remote_ratios,
     unlike_pairs,
 )
@@ -24,12 +26,14 @@ FACT_KEYS = ("placement", "method", "sampling", "pairs", "pages", "skipped", "no
              "bind", "reason")
 
 
-def metrics(raw: NumaRaw, host: Facts, latency: Mapping[Pair, float],
-            bandwidth: Mapping[Pair, float]) -> dict[str, Metric]:
-    """latency_ns.<i>.<j>, read_gbs.<i>.<j>, the largest comparable remote/local ratio, node count."""
+def metrics(raw: NumaRaw, host: Facts) -> dict[str, Metric]:
+    """latency_ns.<i>.<j>, read_gbs.<i>.<j> (the median of each pair's repeats, with their
+    statistics), the largest comparable remote/local ratio, node count."""
     ratios = comparable_ratios(raw)
-    found = {f"latency_ns.{i}.{j}": Metric(round(v, 1), "ns") for (i, j), v in latency.items()}
-    found.update({f"read_gbs.{i}.{j}": Metric(round(v, 2), "GB/s") for (i, j), v in bandwidth.items()})
+    found = {f"latency_ns.{i}.{j}": stats.metric(stat, "ns", 1)
+             for (i, j), stat in pair_stats(raw, "latency_ns").items()}
+    found.update({f"read_gbs.{i}.{j}": stats.metric(stat, "GB/s", 2)
+                  for (i, j), stat in pair_stats(raw, "read_gbs").items()})
     found["remote_over_local_latency.max"] = Metric(round(max(ratios.values()), 3) if ratios else None, "ratio")
     found["numa_nodes"] = Metric(len(numa_nodes(host)), "count")
     return found
