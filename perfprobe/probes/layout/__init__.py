@@ -13,6 +13,8 @@ from perfprobe.host.facts import Facts
 from perfprobe.model import Assessment
 from perfprobe.probe import Probe, PythonModule
 from perfprobe.probes.layout import rules, tables
+from perfprobe.probes.layout.plan import FIELDS, WIDTHS
+from perfprobe.stability import NotBelow
 
 
 def judge(raw: Mapping[str, Any], host: Facts) -> Assessment:
@@ -22,6 +24,20 @@ def judge(raw: Mapping[str, Any], host: Facts) -> Assessment:
                       curves=tables.curves(raw), facts=tables.facts(raw), key_figure=tables.key_figure(raw, host))
 
 
+RELATIONS = (
+    NotBelow("load_latency_ns.aligned.{}", "load_ns.aligned.{}", 1.0, "a dependent load's latency below "
+             "the time per load of independent loads", each=tuple(f"{w}B" for w in WIDTHS)),
+    NotBelow("ns_per_record.aos.sum.{}", "ns_per_record.soa.sum.{}", 0.9, "one field summed faster from "
+             "records (AoS) than from its own array (SoA), which reads a K-th of the bytes",
+             each=tuple(f"k{k}.{level}" for k in FIELDS for level in ("l1", "l2", "dram"))),
+)
+
+SPREAD_BOUND = 0.30
+"""One record loop's runs last about a millisecond and move from run to run: their repeats' MAD
+reached 16% of the median in quiet --quick runs on the H200 guest, and 27% (every field summed, AoS,
+L2) in the recorded one (tests/data/layout_h200xeon_quick.json)."""
+
 PROBE = Probe(name="layout", title="Data layout: split loads, AoS against SoA",
               judge=judge, measure_module="perfprobe.probes.layout.measure",
-              requires=(PythonModule("numba", "pip install numba"),))
+              requires=(PythonModule("numba", "pip install numba"),), relations=RELATIONS,
+              spread_bound=SPREAD_BOUND)

@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import statistics
-from typing import Any, Mapping, Optional
+from typing import Any, Mapping, Optional, cast
 
 from perfprobe.probes.layout.plan import aligned, splits_line
-from perfprobe.stats import relative_spread
+from perfprobe.stats import Stat, relative_spread, summarize
 
 Raw = Mapping[str, Any]
 SOA_MATTERS = 1.5        # SoA at least this much faster: the layout decides the loop's speed
@@ -40,6 +40,13 @@ def aligned_ns(raw: Raw, width: int, kind: str = "throughput") -> Optional[float
     return _median_where(raw, width, kind, lambda o: aligned(o, width))
 
 
+def aligned_stat(raw: Raw, width: int, kind: str = "throughput") -> Optional[Stat]:
+    """The aligned offsets' figures (each offset's fastest repeat for throughput, its median for
+    latency) summarized: their median is `aligned_ns`, their spread the offsets' (one sample each)."""
+    values = [v for o, v in sweep(raw, width, kind) if aligned(o, width)]
+    return summarize(values) if values else None
+
+
 def line_split_ns(raw: Raw, width: int, kind: str = "throughput") -> Optional[float]:
     return _median_where(raw, width, kind, lambda o: splits_line(o, width))
 
@@ -71,11 +78,17 @@ def page_penalty(raw: Raw, width: int, kind: str = "throughput") -> float:
     return page_ns(raw, width, "split", kind) / page_ns(raw, width, "aligned", kind)
 
 
-def record_ns(raw: Raw, level: str, fields: int, layout: str, op: str) -> Optional[float]:
+def record_stat(raw: Raw, level: str, fields: int, layout: str, op: str) -> Optional[Stat]:
+    """One record point's repeats (median, spread), None when not measured."""
     for p in raw["records"]:
         if (p["level"], p["fields"], p["layout"], p["op"]) == (level, fields, layout, op):
-            return float(p["ns_per_record"]["median"])
+            return cast(Stat, p["ns_per_record"])
     return None
+
+
+def record_ns(raw: Raw, level: str, fields: int, layout: str, op: str) -> Optional[float]:
+    stat = record_stat(raw, level, fields, layout, op)
+    return None if stat is None else float(stat["median"])
 
 
 def levels(raw: Raw) -> list[str]:
