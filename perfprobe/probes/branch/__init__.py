@@ -13,6 +13,7 @@ from perfprobe.host.facts import Facts
 from perfprobe.model import Assessment
 from perfprobe.probe import Probe, PythonModule
 from perfprobe.probes.branch import rules, tables
+from perfprobe.stability import NotBelow, Ordered
 
 
 def judge(raw: Mapping[str, Any], host: Facts) -> Assessment:
@@ -22,6 +23,22 @@ def judge(raw: Mapping[str, Any], host: Facts) -> Assessment:
                       curves=tables.curves(raw), facts=tables.facts(raw), key_figure=tables.key_figure(raw, host))
 
 
+ORDER_NOISE = 1.25
+"""How far apart the branch-free loop's two medians may land: it does the same work on sorted and
+on shuffled data (at most 15% apart in the recordings; repeats' MAD up to 16% in a full run)."""
+RELATIONS = (
+    NotBelow("ns_per_element.shuffled", "ns_per_element.sorted", 1.0,
+             "a mispredicted branch cheaper than a predicted one: the branchy loop ran faster on shuffled data"),
+    Ordered(("ns_per_element.branch_free_shuffled", "ns_per_element.branch_free_sorted"), ORDER_NOISE,
+            "branch-free code slower on shuffled than on sorted data, though it does the same work"),
+    Ordered(("ns_per_element.branch_free_sorted", "ns_per_element.branch_free_shuffled"), ORDER_NOISE,
+            "branch-free code slower on sorted than on shuffled data, though it does the same work"),
+)
+SPREAD_BOUND = 0.20
+"""A loop at 1.5-2 cycles an element switches between speeds from run to run: the sorted case's
+repeats had a MAD of 16% of their median in a quiet full run on the H200 guest."""
+
 PROBE = Probe(name="branch", title="Branch prediction: mispredict cost, patterns, branch-free code",
               judge=judge, measure_module="perfprobe.probes.branch.measure",
-              requires=(PythonModule("numba", "pip install numba"),))
+              requires=(PythonModule("numba", "pip install numba"),), relations=RELATIONS,
+              spread_bound=SPREAD_BOUND)

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from typing import Any, Mapping, Optional
+from typing import Any, Mapping, Optional, cast
 
-from perfprobe.stats import relative_spread
+from perfprobe.stats import Stat, relative_spread
 
 MISS_RATE = 0.5          # the miss rate of a branch taken at random half the time
 PREDICTED_WITHIN = 0.25  # a period is "predicted" below sorted + 25% of (shuffled - sorted)
@@ -12,13 +12,23 @@ PREDICTED_WITHIN = 0.25  # a period is "predicted" below sorted + 25% of (shuffl
 Raw = Mapping[str, Any]
 
 
+def case_stat(raw: Raw, case: str) -> Stat:
+    """The repeats of one case (sorted, shuffled, branch_free_sorted, branch_free_shuffled), ns per element."""
+    return cast(Stat, raw["cases"][case]["ns_per_element"])
+
+
+def clock_stat(raw: Raw) -> Stat:
+    """The repeats of the measured core clock, GHz."""
+    return cast(Stat, raw["clock"]["ghz"])
+
+
 def ns(raw: Raw, case: str) -> float:
     """Median ns per element of one case (sorted, shuffled, branch_free_sorted, branch_free_shuffled)."""
-    return float(raw["cases"][case]["ns_per_element"]["median"])
+    return float(case_stat(raw, case)["median"])
 
 
 def ghz(raw: Raw) -> float:
-    return float(raw["clock"]["ghz"]["median"])
+    return float(clock_stat(raw)["median"])
 
 
 def cycles(raw: Raw, case: str) -> float:
@@ -49,8 +59,13 @@ def predicted(value_ns: float, sorted_ns: float, shuffled_ns: float) -> bool:
     return value_ns <= sorted_ns + PREDICTED_WITHIN * (shuffled_ns - sorted_ns)
 
 
+def period_stats(raw: Raw) -> list[tuple[int, Stat]]:
+    """(period, the repeats of its ns per element) of the pattern sweep."""
+    return [(int(p["period"]), cast(Stat, p["ns_per_element"])) for p in raw.get("periods") or []]
+
+
 def period_points(raw: Raw) -> list[tuple[int, float]]:
-    return [(int(p["period"]), float(p["ns_per_element"]["median"])) for p in raw.get("periods") or []]
+    return [(period, float(stat["median"])) for period, stat in period_stats(raw)]
 
 
 def reach(raw: Raw) -> tuple[Optional[int], Optional[int]]:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from perfprobe import stats
 from perfprobe.host.facts import Facts
 from perfprobe.model import Curve, Metric, Table
 from perfprobe.probes.branch import figures as f
@@ -14,22 +15,24 @@ LABELS = {"sorted": "branchy, sorted", "shuffled": "branchy, shuffled",
 
 
 def metrics(raw: Raw, host: Facts) -> dict[str, Metric]:
+    clock = stats.metric(f.clock_stat(raw), "GHz", 3)
     if not f.branch_in_code(raw):
-        return {"core_clock_ghz": Metric(round(f.ghz(raw), 3), "GHz")}
-    out = {"core_clock_ghz": Metric(round(f.ghz(raw), 3), "GHz"),
+        return {"core_clock_ghz": clock}
+    out = {"core_clock_ghz": clock,
            "reported_clock_ghz": Metric(_round(f.reported_ghz(raw)[0]), "GHz"),
            "mispredict_cycles": Metric(round(f.mispredict_cycles(raw), 2), "cycles"),
            "mispredict_ns": Metric(round(f.mispredict_ns(raw), 3), "ns"),
            "branch_free_speedup": Metric(round(f.branch_free_speedup(raw), 3), "ratio"),
            "branch_free_cost_sorted": Metric(round(f.branch_free_cost_sorted(raw), 3), "ratio")}
     for case in LABELS:
-        out[f"ns_per_element.{case}"] = Metric(round(f.ns(raw, case), 4), "ns")
-        out[f"cycles_per_element.{case}"] = Metric(round(f.cycles(raw, case), 3), "cycles")
+        out[f"ns_per_element.{case}"] = stats.metric(f.case_stat(raw, case), "ns", 4)
+        # cycles: the same repeats in cycles at the measured (median) clock
+        out[f"cycles_per_element.{case}"] = stats.metric(f.case_stat(raw, case), "cycles", 3, scale=f.ghz(raw))
     best, failed = f.reach(raw)
     out["predictor_reach_period"] = Metric(best, "branches")
     out["predictor_fail_period"] = Metric(failed, "branches")
-    for period, value in f.period_points(raw):
-        out[f"ns_per_element.period.{period}"] = Metric(round(value, 4), "ns")
+    for period, stat in f.period_stats(raw):
+        out[f"ns_per_element.period.{period}"] = stats.metric(stat, "ns", 4)
     return out
 
 
