@@ -17,6 +17,8 @@ from perfprobe.host.facts import Facts
 from perfprobe.model import Assessment
 from perfprobe.probe import Probe, PythonModule
 from perfprobe.probes.alloc import rules, tables
+from perfprobe.probes.alloc.plan import SIZES
+from perfprobe.stability import NotBelow
 
 
 def judge(raw: Mapping[str, Any], host: Facts) -> Assessment:
@@ -32,6 +34,23 @@ def check_knobs(config: RunConfig, host: Facts) -> None:
             raise UsageError(f"--allocator {path}: no such file; give a shared library exporting malloc and free")
 
 
+RELATIONS = (
+    NotBelow("malloc_ns.{}", "pool_ns.{}", 1.0, "malloc+free cheaper than a free-list pool's pop+push, a part of "
+             "what any allocator does", each=tuple(f"{scope}.{size}" for scope in ("1t", "all")
+                                                   for size in (*(f"{s}B" for s in SIZES), "mixed"))),
+    NotBelow("first_touch_ns.4K", "reuse_ns.4K", 1.0, "a first touch (fault and zeroing) cheaper than touching "
+             "a page already mapped"),
+    NotBelow("first_touch_ns.all.4K", "first_touch_ns.4K", 0.8, "page faults from every CPU at once cheaper "
+             "per thread than from one thread alone, though they share the process's page tables"),
+    NotBelow("mlock_ns.4K", "mlock_added_ns.4K", 1.0, "mlock of fresh memory (faults and pins) cheaper than mlock "
+             "of memory already touched (pins only)"),
+)
+
+SPREAD_BOUND = 0.25
+"""mmap and fault figures of a few µs, and the ~20 ns touch of a mapped page, move from run to run:
+their repeats' MAD reached 18% of the median in quiet --quick runs on the H200 guest."""
+
 PROBE = Probe(name="alloc", title="Allocation: malloc/free per allocator, pools, first touch, copy against move",
               judge=judge, measure_module="perfprobe.probes.alloc.measure",
-              requires=(PythonModule("numba", "pip install numba"),), check_knobs=check_knobs)
+              requires=(PythonModule("numba", "pip install numba"),), check_knobs=check_knobs,
+              relations=RELATIONS, spread_bound=SPREAD_BOUND)

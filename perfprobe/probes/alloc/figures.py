@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from typing import Any, Mapping, Optional
+from typing import Any, Mapping, Optional, cast
+
+from perfprobe.stats import Stat
 
 Raw = Mapping[str, Any]
 SYSTEM = "system"
@@ -30,19 +32,32 @@ def allocators(raw: Raw) -> list[str]:
     return list(raw["allocators"])
 
 
-def _point(section: Mapping[str, Any], key: str, scope: str) -> Optional[float]:
+def _stat(stat: Optional[Mapping[str, Any]]) -> Optional[Stat]:
+    return cast(Stat, stat) if stat else None
+
+
+def _point_stat(section: Mapping[str, Any], key: str, scope: str) -> Optional[Stat]:
     entry = section["mixed"] if key == "mixed" else section["pairs"].get(key)
-    return None if not entry else _median(entry[scope]["ns_per_op"])
+    return None if not entry else _stat(entry[scope]["ns_per_op"])
+
+
+def malloc_stat(raw: Raw, key: str, scope: str, name: str = SYSTEM) -> Optional[Stat]:
+    """The repeats of ns per malloc+free pair (key: a size in bytes as text, or "mixed"); scope "1t" or "all"."""
+    section = raw["allocators"].get(name)
+    return None if section is None else _point_stat(section, key, scope)
+
+
+def pool_stat(raw: Raw, key: str, scope: str) -> Optional[Stat]:
+    return _point_stat(raw["pool"], key, scope)
 
 
 def malloc_ns(raw: Raw, key: str, scope: str, name: str = SYSTEM) -> Optional[float]:
     """ns per malloc+free pair (key: a size in bytes as text, or "mixed"); scope "1t" or "all"."""
-    section = raw["allocators"].get(name)
-    return None if section is None else _point(section, key, scope)
+    return _median(malloc_stat(raw, key, scope, name))
 
 
 def pool_ns(raw: Raw, key: str, scope: str) -> Optional[float]:
-    return _point(raw["pool"], key, scope)
+    return _median(pool_stat(raw, key, scope))
 
 
 def pool_speedup(raw: Raw, key: str, scope: str) -> Optional[float]:
@@ -85,6 +100,25 @@ def disturbed_fraction(raw: Raw) -> float:
 
 def touch(raw: Raw) -> Mapping[str, Any]:
     return raw["first_touch"]  # type: ignore[no-any-return]
+
+
+TOUCH_STATS: dict[str, tuple[str, str, bool]] = {
+    # metric -> (section of raw["first_touch"], "" for its top level; the key of the repeats; whether
+    # the section says if it was `available` here)
+    "first_touch_ns.4K": ("", "lazy_ns_per_4k", False), "first_touch_ns.2M": ("huge", "ns_per_2m", False),
+    "reuse_ns.4K": ("", "reuse_ns_per_4k", False), "populate_ns.4K": ("populate", "mmap_ns_per_4k", False),
+    "populate_write_ns.4K": ("populate_write", "ns_per_4k", True),
+    "first_touch_ns.all.4K": ("threads", "ns_per_4k_per_thread", False),
+    "mlock_ns.4K": ("mlock", "fresh_ns_per_4k", True), "mlock_added_ns.4K": ("mlock", "touched_ns_per_4k", True),
+}
+
+
+def touch_stat(raw: Raw, name: str) -> Optional[Stat]:
+    """The repeats behind one first-touch metric (TOUCH_STATS), None where that case was not
+    measured (no huge pages, no MADV_POPULATE_WRITE, mlock refused)."""
+    part, key, gated = TOUCH_STATS[name]
+    section: Mapping[str, Any] = touch(raw)[part] if part else touch(raw)
+    return None if gated and not section.get("available") else _stat(section.get(key))
 
 
 def first_touch_4k(raw: Raw) -> float:
@@ -172,6 +206,11 @@ def page_nodes(raw: Raw) -> list[int]:
 
 def copy_levels(raw: Raw) -> list[Mapping[str, Any]]:
     return list(raw["copy"]["levels"])
+
+
+def copy_stat(raw: Raw, what: str) -> Stat:
+    """The repeats of the tensor copy ("ms") or of the move ("move_ns")."""
+    return cast(Stat, raw["copy"]["tensor"]["ms"] if what == "ms" else raw["copy"]["move_ns"])
 
 
 def memcpy_gbs(raw: Raw, level: str) -> Optional[float]:

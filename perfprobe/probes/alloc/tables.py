@@ -4,9 +4,11 @@ from __future__ import annotations
 
 from typing import Any, Optional
 
+from perfprobe import stats
 from perfprobe.model import Cell, Metric, Table
 from perfprobe.probes.alloc import figures as f
 from perfprobe.probes.alloc.figures import Raw
+from perfprobe.stats import Stat
 
 
 def _r(value: Optional[float], digits: int = 3) -> Optional[float]:
@@ -21,12 +23,25 @@ def _keys(raw: Raw) -> list[str]:
     return [str(s) for s in f.sizes(raw)] + ["mixed"]
 
 
+def _timed(stat: Optional[Stat], unit: str, digits: int = 3) -> Metric:
+    """A timed figure (the median of its repeats) with their statistics; None where not measured."""
+    return Metric(None, unit) if stat is None else stats.metric(stat, unit, digits)
+
+
+def _pool(raw: Raw, key: str, scope: str) -> Metric:
+    """The pool's ns per pop+push, bare: a free list's pop loads the head its last push stored, so,
+    like a plain increment, it runs in a fast or a slow mode from run to run (0.4-2 ns on the H200
+    guest; repeats' MAD up to 40% of the median in a quiet --quick run). With its spread it would be
+    marked unstable on a quiet host; pool_speedup carries the figure."""
+    return Metric(_r(f.pool_ns(raw, key, scope)), "ns")
+
+
 def metrics(raw: Raw) -> dict[str, Metric]:
     out: dict[str, Metric] = {"threads": Metric(f.threads(raw), "count")}
     for key in _keys(raw):
         for scope in ("1t", "all"):
-            out[f"malloc_ns.{scope}.{_label(key)}"] = Metric(_r(f.malloc_ns(raw, key, scope)), "ns")
-            out[f"pool_ns.{scope}.{_label(key)}"] = Metric(_r(f.pool_ns(raw, key, scope)), "ns")
+            out[f"malloc_ns.{scope}.{_label(key)}"] = _timed(f.malloc_stat(raw, key, scope), "ns")
+            out[f"pool_ns.{scope}.{_label(key)}"] = _pool(raw, key, scope)
             out[f"pool_speedup.{scope}.{_label(key)}"] = Metric(_r(f.pool_speedup(raw, key, scope)), "ratio")
         out[f"malloc_contention.{_label(key)}"] = Metric(_r(f.contention(raw, key)), "ratio")
     for name in f.allocators(raw):
@@ -34,31 +49,35 @@ def metrics(raw: Raw) -> dict[str, Metric]:
             continue
         for key in ("64", "mixed"):
             for scope in ("1t", "all"):
-                out[f"allocator.{name}.malloc_ns.{scope}.{_label(key)}"] = Metric(
-                    _r(f.malloc_ns(raw, key, scope, name)), "ns")
+                out[f"allocator.{name}.malloc_ns.{scope}.{_label(key)}"] = _timed(
+                    f.malloc_stat(raw, key, scope, name), "ns")
     out.update(_touch_metrics(raw))
     for lv in f.copy_levels(raw):
-        out[f"memcpy_gbs.{lv['name']}"] = Metric(_r(float(lv["gbs"]["median"])), "GB/s")
-    out[f"copy_ms.{f.tensor_bytes(raw) >> 20}M"] = Metric(_r(f.copy_ms(raw)), "ms")
-    out["move_ns"] = Metric(_r(f.move_ns(raw), 4), "ns")
+        out[f"memcpy_gbs.{lv['name']}"] = stats.metric(lv["gbs"], "GB/s", 3)
+    out[f"copy_ms.{f.tensor_bytes(raw) >> 20}M"] = stats.metric(f.copy_stat(raw, "ms"), "ms", 3)
+    out["move_ns"] = stats.metric(f.copy_stat(raw, "move_ns"), "ns", 4)
     return out
 
 
+TOUCH_DIGITS = {"first_touch_ns.2M": 0, "reuse_ns.4K": 2}  # the rest: 1 digit
+
+
 def _touch_metrics(raw: Raw) -> dict[str, Metric]:
+    timed = {name: _timed(f.touch_stat(raw, name), "ns", TOUCH_DIGITS.get(name, 1)) for name in f.TOUCH_STATS}
     return {
-        "first_touch_ns.4K": Metric(_r(f.first_touch_4k(raw), 1), "ns"),
-        "first_touch_ns.2M": Metric(_r(f.first_touch_2m(raw), 0), "ns"),
+        "first_touch_ns.4K": timed["first_touch_ns.4K"],
+        "first_touch_ns.2M": timed["first_touch_ns.2M"],
         "huge_page_factor": Metric(_r(f.huge_factor(raw)), "ratio"),
         "huge_page_fraction": Metric(_r(f.huge_fraction(raw)), "ratio"),
-        "reuse_ns.4K": Metric(_r(f.reuse_4k(raw), 2), "ns"),
+        "reuse_ns.4K": timed["reuse_ns.4K"],
         "first_touch_over_reuse": Metric(_r(f.first_touch_over_reuse(raw)), "ratio"),
         "prefault_speedup": Metric(_r(f.prefault_speedup(raw)), "ratio"),
-        "populate_ns.4K": Metric(_r(f.populate_4k(raw), 1), "ns"),
-        "populate_write_ns.4K": Metric(_r(f.populate_write_4k(raw), 1), "ns"),
-        "first_touch_ns.all.4K": Metric(_r(f.first_touch_all_4k(raw), 1), "ns"),
+        "populate_ns.4K": timed["populate_ns.4K"],
+        "populate_write_ns.4K": timed["populate_write_ns.4K"],
+        "first_touch_ns.all.4K": timed["first_touch_ns.all.4K"],
         "fault_scaling": Metric(_r(f.fault_scaling(raw)), "ratio"),
-        "mlock_ns.4K": Metric(_r(f.mlock_fresh_4k(raw), 1), "ns"),
-        "mlock_added_ns.4K": Metric(_r(f.mlock_added_4k(raw), 1), "ns"),
+        "mlock_ns.4K": timed["mlock_ns.4K"],
+        "mlock_added_ns.4K": timed["mlock_added_ns.4K"],
     }
 
 
