@@ -14,6 +14,8 @@ from perfprobe.host.facts import Facts
 from perfprobe.model import Assessment
 from perfprobe.probe import Probe, PythonModule
 from perfprobe.probes.ipc import rules, tables
+from perfprobe.probes.ipc.plan import TRANSPORTS
+from perfprobe.stability import NotBelow, Ordered
 
 
 def judge(raw: Mapping[str, Any], host: Facts) -> Assessment:
@@ -23,6 +25,22 @@ def judge(raw: Mapping[str, Any], host: Facts) -> Assessment:
                       curves=tables.curves(raw), facts=tables.facts(raw), key_figure=tables.key_figure(raw, host))
 
 
+SIZE_NOISE = 1.1
+"""Below 4 KiB a round trip is its system calls, the same for every size, so only sizes from 4 KiB
+are ordered; 10% covers the medians' noise there (a 16 KiB round trip read 8% above a 4 KiB one)."""
+RELATIONS = (
+    *(Ordered(tuple(f"rtt_us.{t}.{size}" for size in ("4K", "16K", "64K", "256K", "1M")), SIZE_NOISE,
+              f"a {t} round trip of a larger message faster than of a smaller one (4 KiB and up: every byte "
+              "is copied both ways)") for t in TRANSPORTS),
+    *(NotBelow(f"rtt_us.{loop}.64B", "rtt_us.uds.64B", 1.0, f"a round trip through {loop} faster than the "
+               "compiled one over the same Unix socket") for loop in ("asyncio", "uvloop")),
+)
+SPREAD_BOUND = 0.30
+"""Round trips are summarized one sample a message (hundreds of them), not over repeated runs, so
+their MAD is the messages' own jitter: up to 18% of the median in quiet --quick runs on the H200
+guest (same-CPU round trips); a whole run hit by other work spreads far wider."""
+
 PROBE = Probe(name="ipc", title="IPC: sockets, pipes and a shared-memory ring between two processes",
               judge=judge, measure_module="perfprobe.probes.ipc.measure",
-              requires=(PythonModule("numba", "pip install numba"),))
+              requires=(PythonModule("numba", "pip install numba"),), relations=RELATIONS,
+              spread_bound=SPREAD_BOUND)

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-from typing import Any, Mapping, Optional
+from typing import Any, Mapping, Optional, cast
 
 from perfprobe.probes.ipc.plan import RING_MODES, SMALL, TRANSPORTS, size_label
+from perfprobe.stats import Stat
 
 Raw = Mapping[str, Any]
 MEET_RATIO = 1.1   # the ring and the socket "meet" where the ring is no longer 10% faster
@@ -24,16 +25,28 @@ def entry(raw: Raw, transport: str, size: int = SMALL, placement: Optional[str] 
     return found
 
 
+def rtt_stat(raw: Raw, transport: str, size: int = SMALL, placement: Optional[str] = None) -> Optional[Stat]:
+    """The round trips of one ping-pong (one sample a message, µs); None when not measured."""
+    e = entry(raw, transport, size, placement)
+    return cast(Stat, e["pingpong"]["rtt_us"]) if e else None
+
+
 def rtt_us(raw: Raw, transport: str, size: int = SMALL, placement: Optional[str] = None, stat: str = "median") -> Optional[float]:
     """Median (or p99, min, max) round trip in µs; None when not measured."""
     e = entry(raw, transport, size, placement)
     return float(e["pingpong"]["rtt_us"][stat]) if e else None
 
 
+def stream_stat(raw: Raw, transport: str, size: int, what: str) -> Optional[Stat]:
+    """The repeats of the one-way stream's msgs_per_s or gbs on the main placement."""
+    e = entry(raw, transport, size)
+    return cast(Stat, e["stream"][what]) if e and "stream" in e else None
+
+
 def stream(raw: Raw, transport: str, size: int, what: str) -> Optional[float]:
     """Median msgs_per_s or gbs of the one-way stream on the main placement."""
-    e = entry(raw, transport, size)
-    return float(e["stream"][what]["median"]) if e and "stream" in e else None
+    found = stream_stat(raw, transport, size, what)
+    return None if found is None else float(found["median"])
 
 
 def cpu_s_per_msg(raw: Raw, transport: str, size: int = SMALL) -> Optional[float]:
@@ -78,9 +91,15 @@ def crossover_bytes(raw: Raw) -> Optional[int]:
     return None
 
 
-def event_loop_rtt_us(raw: Raw, loop: str) -> Optional[float]:
+def event_loop_rtt_stat(raw: Raw, loop: str) -> Optional[Stat]:
+    """The round trips through a Python event loop (one sample a message, µs)."""
     e = (raw.get("event_loop") or {}).get(loop) or {}
-    return float(e["rtt_us"]["median"]) if "rtt_us" in e else None
+    return cast(Stat, e["rtt_us"]) if "rtt_us" in e else None
+
+
+def event_loop_rtt_us(raw: Raw, loop: str) -> Optional[float]:
+    found = event_loop_rtt_stat(raw, loop)
+    return None if found is None else float(found["median"])
 
 
 def event_loop_overhead_us(raw: Raw, loop: str) -> Optional[float]:

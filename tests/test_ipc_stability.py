@@ -1,0 +1,83 @@
+"""ipc's round trips carry their messages' statistics and its streams their runs', its relations name
+impossible figures, and its wider spread bound lets single messages' jitter through (stability.py),
+on numbers recorded on real hosts (tests/data/ipc_*.json)."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from pathlib import Path
+
+import pytest
+
+from perfprobe.model import Metric
+from perfprobe.probes import ipc
+from perfprobe.stability import SPREAD_BOUND, unstable
+from perfprobe.stats import metric, summarize
+
+DATA = Path(__file__).parent / "data"
+RECORDINGS = sorted(DATA.glob("ipc_*.json"))
+QUIET = ["ipc_h200_full.json", "ipc_h200_quick.json"]
+
+
+def judged(name: str) -> dict[str, Metric]:
+    recording = json.loads((DATA / name).read_text())
+    return dict(ipc.judge(recording["raw"]["ipc"], recording["host"]).metrics)
+
+
+def broken(metrics: dict[str, Metric]) -> dict[str, str]:
+    return unstable(metrics, ipc.PROBE.relations, ipc.PROBE.spread_bound)
+
+
+def planted(metrics: dict[str, Metric], name: str, value: float) -> dict[str, Metric]:
+    return {**metrics, name: dataclasses.replace(metrics[name], value=value)}
+
+
+def test_round_trips_and_streams_carry_their_samples():
+    metrics = judged("ipc_h200_full.json")
+    rtt, stream = metrics["rtt_us.uds.64B"].spread, metrics["gbs.shm_spin.64K"].spread
+    assert rtt.n > 100 and rtt.min < metrics["rtt_us.uds.64B"].value < rtt.max   # one sample a message
+    assert stream.n == 3                                                         # one a run
+    assert metrics["rtt_us.same_cpu.uds.64B"].spread.n > 100 and metrics["rtt_us.asyncio.64B"].spread.n > 100
+    for bare in ("rtt_p99_us.uds.64B", "cpu_s_per_msg.uds", "ring_speedup.64B", "crossover_bytes"):
+        assert metrics[bare].spread is None, bare
+
+
+@pytest.mark.parametrize("path", RECORDINGS, ids=lambda p: p.name)
+def test_no_recording_breaks_a_relation(path):
+    assert unstable(judged(path.name), ipc.PROBE.relations, float("inf")) == {}
+
+
+@pytest.mark.parametrize("name", QUIET)
+def test_the_quiet_hosts_round_trips_stay_under_the_bound(name):
+    """Without their samples the recordings keep IQR and extremes: an IQR under the bound keeps the
+    MAD under it too (half the samples lie within the IQR, and the median among them)."""
+    for key, m in judged(name).items():
+        if m.spread is not None and m.spread.n >= 3:
+            assert m.spread.iqr / m.spread.median <= ipc.PROBE.spread_bound + 0.05, key
+    assert ipc.PROBE.spread_bound > SPREAD_BOUND
+
+
+def test_a_larger_message_faster_than_a_smaller_one_is_named():
+    metrics = judged("ipc_h200_full.json")   # uds: 4K 12.1, 16K 14.2, 64K 34.1 µs
+    found = broken(planted(metrics, "rtt_us.uds.16K", 40.0))
+    assert list(found) == ["rtt_us.uds.16K"] and "larger message faster" in found["rtt_us.uds.16K"]
+    assert broken(planted(metrics, "rtt_us.uds.4K", 14.24 * 1.08)) == {}   # within the allowance
+
+
+def test_sizes_below_4k_are_not_ordered():
+    metrics = judged("ipc_h200_full.json")
+    assert broken(planted(metrics, "rtt_us.uds.64B", 13.0)) == {}   # above 256 B's 11.5 and 4K's 12.1
+
+
+@pytest.mark.parametrize("loop", ["asyncio", "uvloop"])
+def test_an_event_loop_faster_than_the_compiled_socket_is_named(loop):
+    found = broken(planted(judged("ipc_h200_full.json"), f"rtt_us.{loop}.64B", 5.0))   # uds: 11.5 µs
+    assert list(found) == [f"rtt_us.{loop}.64B"]
+
+
+def test_the_bound_passes_a_quiet_same_cpu_round_trip_and_names_a_preempted_stream():
+    quiet = metric(summarize([4.0] * 40 + [5.126] * 20 + [6.2] * 40), "µs")   # MAD 18-22%, like same_cpu uds
+    preempted = metric(summarize([287.0, 760.9, 8684.3, 3900.0, 420.0]), "µs")
+    assert broken({"rtt_us.same_cpu.uds.64B": quiet}) == {}
+    assert "repeats disagree" in broken({"rtt_us.uds.1M": preempted})["rtt_us.uds.1M"]
