@@ -15,7 +15,7 @@ from perfprobe.model import Assessment
 from perfprobe.probe import Probe, PythonModule
 from perfprobe.probes.ipc import rules, tables
 from perfprobe.probes.ipc.plan import TRANSPORTS
-from perfprobe.stability import NotBelow, Ordered
+from perfprobe.stability import NotBelow, Ordered, Relation
 
 
 def judge(raw: Mapping[str, Any], host: Facts) -> Assessment:
@@ -28,7 +28,7 @@ def judge(raw: Mapping[str, Any], host: Facts) -> Assessment:
 SIZE_NOISE = 1.1
 """Below 4 KiB a round trip is its system calls, the same for every size, so only sizes from 4 KiB
 are ordered; 10% covers the medians' noise there (a 16 KiB round trip read 8% above a 4 KiB one)."""
-RELATIONS = (
+RELATIONS: tuple[Relation, ...] = (
     *(Ordered(tuple(f"rtt_us.{t}.{size}" for size in ("4K", "16K", "64K", "256K", "1M")), SIZE_NOISE,
               f"a {t} round trip of a larger message faster than of a smaller one (4 KiB and up: every byte "
               "is copied both ways)") for t in TRANSPORTS),
