@@ -210,3 +210,14 @@ def test_memlock_with_an_rdma_adapter_warns() -> None:
         host["pci_devices"] = [{"vendor": "0x15b3", "class": "0x020000"}, {"vendor": "0x1234", "class": "0x020700"}]
     warned = warnings(with_(change))
     assert any("RDMA memory registration" in m and "InfiniBand, Mellanox/NVIDIA ConnectX" in m for m in warned)
+
+
+def test_host_figures_are_facts_with_no_spread_and_nothing_to_relate() -> None:
+    """host times nothing: its counts and bytes carry no repeats, declare no relation, and nothing
+    in them can be unstable (docs/probes/host.md: Relations)."""
+    from perfprobe.stability import unstable
+
+    metrics = judge({}, healthy()).metrics
+    assert metrics and all(m.spread is None for m in metrics.values())
+    assert PROBE.relations == ()
+    assert unstable(metrics, PROBE.relations, PROBE.spread_bound) == {}
