@@ -5,7 +5,7 @@ BIN    := $(VENV)/bin
 # On a host with an NVIDIA driver, `make run` also installs cupy for the driver's CUDA major version.
 GPU_EXTRA := $(shell $(PYTHON) tools/gpu_extra.py 2>/dev/null)
 
-.PHONY: run test lint bench bench-manycore bench-verdicts completions test-numa-vm test-html test-slurm readme clean
+.PHONY: run test lint bench bench-manycore bench-verdicts bench-compare bench-planted completions test-numa-vm test-html test-slurm readme clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -45,6 +45,15 @@ bench-manycore: $(VENV)/.installed-test
 N ?= 10
 bench-verdicts: $(VENV)/.installed
 	$(BIN)/python tools/verdict_stability.py --runs $(N) -- $(ARGS)
+
+## bench-compare: run `perfprobe all --quick` N times (default 10) and `perfprobe compare` every pair of runs: false regressions per pair (ARGS=--require-gpu; COMPARE_FLAGS=--ordered; the runs stay in BENCH_RUNS)
+BENCH_RUNS ?= bench/build/compare-runs
+bench-compare: $(VENV)/.installed
+	$(BIN)/python tools/compare_stability.py --runs $(N) --out $(BENCH_RUNS) --md docs/results/compare-stability.md $(COMPARE_FLAGS) -- $(ARGS)
+
+## bench-planted: slow each key figure by 1.05-1.30x in the runs bench-compare kept (BENCH_RUNS), replay, and print the smallest change compare and the health check find (PLANTED_FLAGS)
+bench-planted: $(VENV)/.installed
+	$(BIN)/python tools/planted_changes.py --runs $(BENCH_RUNS) --md docs/results/compare-stability.md $(PLANTED_FLAGS)
 
 ## completions: regenerate bash, zsh and fish completions from the CLI
 completions: $(VENV)/.installed
