@@ -1,8 +1,9 @@
 """The cache probe's timing loops: each runs a compiled kernel and returns plain numbers.
 
 `kernels` is the perfprobe.kernels.cache_kernels module, passed in by `measure` (which imports it
-lazily) so nothing here imports numba. Every figure is the median of `repeats` timed runs after one
-warm-up, with its spread (perfprobe.stats.summarize); each timed run lasts about `run_s`.
+lazily) so nothing here imports numba. Every figure is the median of `repeats` timed runs after a
+discarded warm-up, with its spread and the repeats themselves (perfprobe.stats.summarize); each
+timed run lasts about `run_s` (`all_threads_s` for a parallel region).
 """
 
 from __future__ import annotations
@@ -24,10 +25,12 @@ ALL_THREADS_RUN_S = 0.02    # all-thread runs last longer: one late thread delay
 
 @dataclass(frozen=True)
 class Timing:
-    """How long and how often to time: `run_s` per timed run, `repeats` runs per figure."""
+    """How long and how often to time: `run_s` per timed run, `repeats` runs per figure, and at
+    least `all_threads_s` per run of a parallel region."""
 
     run_s: float
     repeats: int
+    all_threads_s: float = ALL_THREADS_RUN_S
 
 
 def _check_fits(buf: np.ndarray, n_bytes: int) -> None:
@@ -87,33 +90,49 @@ def pair_costs(k: ModuleType, buf: np.ndarray, n_blocks: int, block: int, offset
         k.build_pair_blocks(buf, n_blocks, block // WORD, offset // WORD)
         cost = time_chase(k, buf, timing, warm_steps=min(2 * n_blocks, warm_steps))
         # time_chase counts loads; a block is two of them
-        out.append({key: (v * 2 if key in ("median", "min", "max", "iqr") else v)
+        out.append({key: ([2 * x for x in v] if key == "samples" else
+                          v * 2 if key in ("median", "min", "max", "iqr", "mad") else v)
                     for key, v in cost.items()})
     return out
 
 
 def calibrate(run: Callable[[int], Any], run_s: float, start: int = 1) -> int:
-    """Repeat count for `run(count)` to last about `run_s`: grown from `start` until a run takes a
-    quarter of it, then scaled (a first run can be slow for reasons other than the work)."""
-    count = max(1, start)
+    """Repeat count for `run(count)` to last about `run_s`: grown from `start` (toward half of
+    `run_s`, by 2x to 64x a step) until a run takes a quarter of it, then scaled. When the very
+    first run is already that long it is timed again and the faster kept: a first run slowed by
+    something other than the work (a first call loading its code, a preemption) otherwise shrank
+    every timed run of the figure (measured on the 2-vCPU guest: L1 all-thread runs of 0.4 ms where
+    20 were asked; chase runs of 2 µs where 1.2 ms were). A single repeat (a pass over a DRAM-sized
+    set) cannot shrink, and is not run twice."""
+    count = first = max(1, start)
     while True:
-        began = time.perf_counter()
-        run(count)
-        took = time.perf_counter() - began
+        took = _timed(run, count)
         if took >= run_s / 4 or count >= 1 << 40:
+            if count == first > 1:
+                took = min(took, _timed(run, count))
             return max(1, int(count * run_s / max(took, 1e-9)))
-        count *= 8
+        count = int(count * min(64.0, max(2.0, run_s / 2 / max(took, 1e-9))))
+
+
+def _timed(run: Callable[[int], Any], count: int) -> float:
+    began = time.perf_counter()
+    run(count)
+    return time.perf_counter() - began
 
 
 def time_rate(run: Callable[[int], Any], bytes_per_rep: int, timing: Timing) -> dict[str, Any]:
-    """GB/s of `run(reps)` (which moves `bytes_per_rep` bytes a repeat), median of timed runs
-    (calibration's first run is the warm-up)."""
-    reps = calibrate(run, timing.run_s, start=max(1, MIN_TIMED_BYTES // max(bytes_per_rep, 1)))
+    """GB/s of `run(reps)` (which moves `bytes_per_rep` bytes a repeat), median of timed runs.
+
+    Calibration's runs are the discarded warm-up (`calibrate` times a first run that already
+    reaches the length twice, the faster kept): a kernel's first call loads its code, and a
+    calibration timed on that call alone made every timed run of the figure far shorter than
+    `run_s` (a full run on the 2-vCPU guest: L1 all-thread runs of 0.4 ms where 20 were asked, the
+    first repeat 160 GB/s beside 230-248). No timed run moves less than MIN_TIMED_BYTES."""
+    start = max(1, MIN_TIMED_BYTES // max(bytes_per_rep, 1))
+    reps = max(start, calibrate(run, timing.run_s, start=start))
     samples = []
     for _ in range(timing.repeats):
-        start = time.perf_counter()
-        run(reps)
-        samples.append(bytes_per_rep * reps / (time.perf_counter() - start) / 1e9)
+        samples.append(bytes_per_rep * reps / _timed(run, reps) / 1e9)
     return {**summarize(samples), "reps": reps}
 
 
@@ -136,7 +155,7 @@ def _elements(n_bytes: int, width: int) -> int:
 
 
 def _longer(timing: Timing) -> Timing:
-    return Timing(max(timing.run_s, ALL_THREADS_RUN_S), timing.repeats)
+    return Timing(max(timing.run_s, timing.all_threads_s), timing.repeats, timing.all_threads_s)
 
 
 def _triad_arrays(n: int, fill: Callable[[np.ndarray, float], None]) -> tuple[np.ndarray, ...]:
