@@ -11,7 +11,9 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Sequence
+from typing import Optional, Sequence
+
+from perfprobe.stats import Stat
 
 MIN_SIZE = 4096
 STEP_TOLERANCE = 1.25   # a point joins the running plateau while within 25% of its first point
@@ -27,20 +29,28 @@ class Plateau:
     first_size: int
     last_size: int
     points: int
+    indices: tuple[int, ...] = ()
 
 
 @dataclass(frozen=True)
 class Level:
-    """A level read off the curve: its name, latency, and measured end (None for DRAM)."""
+    """A level read off the curve: its name, latency, and measured end (None for DRAM); `points`,
+    the indices of the curve points its latency was read from, and `stat`, their repeats as one
+    figure (figures.level_stat fills it in; None straight off `read_levels`)."""
 
     name: str
     latency_ns: float
     end_bytes: int | None
+    points: tuple[int, ...] = ()
+    stat: Optional[Stat] = None
 
 
-def curve_sizes(max_bytes: int, per_doubling: int, line: int = 64) -> list[int]:
+def curve_sizes(max_bytes: int, per_doubling: int, line: int = 64,
+                anchors: Sequence[int] = ()) -> list[int]:
     """Working-set sizes from 4 KiB to `max_bytes`, `per_doubling` geometric points per doubling,
-    rounded down to whole lines; `max_bytes` itself is always the last point."""
+    rounded down to whole lines; `max_bytes` itself is always the last point. Each of `anchors`
+    (a set a figure is read at: DRAM latency at 2x the LLC) is a point too: it takes the place of
+    the nearest point within half a step, so the curve costs no extra point."""
     count = int(math.floor(math.log2(max_bytes / MIN_SIZE) * per_doubling + 1e-9))
     sizes = [int(MIN_SIZE * 2 ** (k / per_doubling)) // line * line for k in range(count + 1)]
     last = max_bytes // line * line
@@ -48,7 +58,25 @@ def curve_sizes(max_bytes: int, per_doubling: int, line: int = 64) -> list[int]:
         sizes.append(last)
     else:
         sizes[-1] = last
+    half_step = 2 ** (0.5 / per_doubling)
+    for anchor in (a // line * line for a in anchors):
+        if not MIN_SIZE <= anchor <= last or anchor in sizes:
+            continue
+        nearest = min(range(len(sizes) - 1), key=lambda i: abs(math.log(sizes[i] / anchor)), default=None)
+        if nearest is not None and max(sizes[nearest], anchor) / min(sizes[nearest], anchor) < half_step:
+            sizes[nearest] = anchor  # never the last point: max_bytes stays measured
+        else:
+            sizes.append(anchor)
     return sorted(set(sizes))
+
+
+def point_at(sizes: Sequence[int], at_bytes: int) -> int:
+    """The index of the curve point a figure read at `at_bytes` comes from: the first size at or
+    above it (within a line's rounding), else the largest."""
+    for i, size in enumerate(sizes):
+        if size >= at_bytes * (1 - 1 / 1024):
+            return i
+    return len(sizes) - 1
 
 
 def _median(values: Sequence[float]) -> float:
@@ -104,7 +132,7 @@ def find_plateaus(sizes: Sequence[int], ns: Sequence[float], min_points: int,
     kept = _merge_close(kept, ns)
     if most is not None:
         kept = _merge_down(kept, ns, most)
-    return [Plateau(_median([ns[i] for i in r]), sizes[r[0]], sizes[r[-1]], len(r)) for r in kept]
+    return [Plateau(_median([ns[i] for i in r]), sizes[r[0]], sizes[r[-1]], len(r), tuple(r)) for r in kept]
 
 
 def crossing_size(sizes: Sequence[int], ns: Sequence[float], after: int, threshold: float) -> int:
@@ -121,24 +149,38 @@ def crossing_size(sizes: Sequence[int], ns: Sequence[float], after: int, thresho
     return sizes[-1]
 
 
+def _tail(sizes: Sequence[int], plateau_start: int) -> tuple[int, ...]:
+    """Indices of the curve's last doubling (from the last plateau's start at the earliest)."""
+    tail = tuple(i for i, x in enumerate(sizes) if x >= max(sizes[-1] / 2, plateau_start))
+    return tail or (len(sizes) - 1,)
+
+
 def dram_latency(sizes: Sequence[int], ns: Sequence[float], plateau_start: int) -> float:
-    """DRAM latency: the median over the last doubling of the curve (at least 2x the LLC by then),
-    not over the whole last plateau, whose first points may still hit in a cache."""
-    tail = [y for x, y in zip(sizes, ns) if x >= max(sizes[-1] / 2, plateau_start)]
-    return _median(tail or [ns[-1]])
+    """DRAM latency without a set to read it at (recordings of old callers): the median over the
+    last doubling of the curve, not over the whole last plateau, whose first points may still hit
+    in a cache."""
+    return _median([ns[i] for i in _tail(sizes, plateau_start)])
 
 
 def read_levels(sizes: Sequence[int], ns: Sequence[float], min_points: int,
-                reaches_dram: bool, reported_levels: int | None = None) -> list[Level]:
+                reaches_dram: bool, reported_levels: int | None = None,
+                dram_bytes: int | None = None) -> list[Level]:
     """Cache levels L1, L2, … (and DRAM, when the curve goes far enough past the last-level cache)
-    with their latency and the size where each ends; never more cache levels than reported."""
+    with their latency, the size where each ends and the points it was read from; never more cache
+    levels than reported. DRAM latency is the point at `dram_bytes` when given (the same set in
+    both presets), else the median over the curve's last doubling."""
     most = None if not reported_levels else reported_levels + (1 if reaches_dram else 0)
     plateaus = find_plateaus(sizes, ns, min_points, most)
     levels = []
     for i, plateau in enumerate(plateaus):
         last = i == len(plateaus) - 1
         if last and reaches_dram and i > 0:
-            levels.append(Level("DRAM", dram_latency(sizes, ns, plateau.first_size), None))
+            if dram_bytes is not None:
+                at = point_at(sizes, dram_bytes)
+                levels.append(Level("DRAM", float(ns[at]), None, (at,)))
+            else:
+                tail = _tail(sizes, plateau.first_size)
+                levels.append(Level("DRAM", dram_latency(sizes, ns, plateau.first_size), None, tail))
             break
         if last:
             end = None  # still on this level at the largest size: its end was not seen
@@ -146,7 +188,7 @@ def read_levels(sizes: Sequence[int], ns: Sequence[float], min_points: int,
             nxt = plateaus[i + 1].latency_ns
             threshold = plateau.latency_ns + END_FRACTION * (nxt - plateau.latency_ns)
             end = crossing_size(sizes, ns, plateau.first_size, threshold)
-        levels.append(Level(f"L{i + 1}", plateau.latency_ns, end))
+        levels.append(Level(f"L{i + 1}", plateau.latency_ns, end, plateau.indices))
     return levels
 
 

@@ -8,17 +8,20 @@ metric or rule ever prints it; `measure` re-measures it once with the same test 
 
 from __future__ import annotations
 
+import dataclasses
+import statistics
 from dataclasses import dataclass
-from typing import Any, Mapping, Optional, TypedDict, cast
+from typing import Any, Mapping, Optional, Sequence, TypedDict, cast
 
 from perfprobe import stats
 from perfprobe.host.facts import CacheFacts, Facts
 from perfprobe.probes.cache.curve import Level, read_fetch_unit, read_levels, read_line
-from perfprobe.probes.cache.plan import cache_size, data_caches, reaches_dram
+from perfprobe.probes.cache.plan import DRAM_LLC_MULTIPLE, cache_size, data_caches, reaches_dram
 
 ALL_OVER_ONE_FLOOR = 0.1   # all threads below a tenth of one thread at the same level: not a figure
 KINDS = ("read_gbs", "triad_gbs")
 THREADS = ("1t", "all")
+STAT_KEYS = ("median", "min", "max", "iqr", "mad", "repeats", "samples")
 
 
 class Stat(stats.Stat, total=False):
@@ -44,6 +47,10 @@ class PlanRaw(TypedDict, total=False):
     llc_reported: bool
     l1_bytes: int
     compare_pages: bool
+    all_threads_s: float
+    bulk_repeats: int
+    dram_bytes: Optional[int]
+    """The set DRAM latency is read at (2x the LLC, both presets); absent in older recordings."""
 
 
 class CurveRaw(TypedDict):
@@ -129,8 +136,9 @@ class LeftOut:
         return f"{self.kind}.{self.level}.all"
 
 
-Bandwidth = dict[str, dict[str, dict[str, float]]]
-"""level -> kind (read_gbs, triad_gbs) -> threads (1t, all) -> median GB/s, figures that stand only."""
+Bandwidth = dict[str, dict[str, dict[str, Stat]]]
+"""level -> kind (read_gbs, triad_gbs) -> threads (1t, all) -> the figure's repeats (GB/s), figures
+that stand only."""
 
 
 @dataclass(frozen=True)
@@ -174,10 +182,38 @@ def read_figures(raw: Mapping[str, Any], host: Facts) -> CacheFigures:
 
 
 def levels_of(raw: CacheRaw, llc: int, reported_levels: int) -> list[Level]:
-    """The levels read off the recorded curve (the same reading measure() used for bandwidth)."""
+    """The levels read off the recorded curve (the same reading measure() used for bandwidth), each
+    carrying the repeats of the points it was read from (`level_stat`), its latency their median.
+    DRAM latency is the point at 2x the LLC (plan.dram_bytes; older recordings: the first point
+    at or past 2x the reported LLC), the same working set in --quick and full runs."""
     curve, plan = raw["curve"], raw["plan"]
-    return read_levels(curve["sizes_bytes"], medians(curve["latency_ns"]), int(plan["min_points"]),
-                       reaches_dram(int(plan["max_bytes"]), llc), reported_levels)
+    max_bytes = int(plan["max_bytes"])
+    dram_bytes = plan.get("dram_bytes") or DRAM_LLC_MULTIPLE * llc
+    levels = read_levels(curve["sizes_bytes"], medians(curve["latency_ns"]), int(plan["min_points"]),
+                         reaches_dram(max_bytes, llc), reported_levels, dram_bytes)
+    out = []
+    for level in levels:
+        stat = level_stat([curve["latency_ns"][i] for i in level.points])
+        out.append(dataclasses.replace(level, latency_ns=float(stat["median"]), stat=stat))
+    return out
+
+
+def level_stat(points: Sequence[Stat]) -> stats.Stat:
+    """One level's latency as a timed figure, from the curve points it was read from: one point's
+    own repeats; several points' repeats taken per repeat (the median over the points of the k-th
+    run, for each k), so the spread is how runs differ, not how the points of a plateau do. Older
+    recordings keep no samples: then the medians of the points' median, min and max, and the count."""
+    if len(points) == 1:
+        return cast(stats.Stat, {key: value for key, value in points[0].items() if key in STAT_KEYS})
+    runs = [p.get("samples") or [] for p in points]
+    count = min(len(r) for r in runs)
+    in_order = all(len(r) == count == p.get("repeats", count) for r, p in zip(runs, points))
+    if count and in_order:  # (beyond stats.MAX_SAMPLES repeats, samples are order statistics)
+        return stats.summarize([statistics.median(r[k] for r in runs) for k in range(count)])
+    return {"median": statistics.median(float(p["median"]) for p in points),
+            "min": statistics.median(float(p.get("min", p["median"])) for p in points),
+            "max": statistics.median(float(p.get("max", p["median"])) for p in points),
+            "repeats": min(int(p.get("repeats") or 1) for p in points)}
 
 
 def medians(points: list[Stat]) -> list[float]:
@@ -197,7 +233,8 @@ def line_figures(raw: CacheRaw) -> LineFigures:
 
 
 def bandwidth_figures(raw: Mapping[str, LevelRates]) -> tuple[Bandwidth, list[LeftOut]]:
-    """Median GB/s per level, kind and thread count; implausible all-thread figures left out."""
+    """The repeats of each level's, kind's and thread count's GB/s; implausible all-thread figures
+    left out."""
     shown: Bandwidth = {}
     left_out: list[LeftOut] = []
     for level, rates in raw.items():
@@ -205,17 +242,23 @@ def bandwidth_figures(raw: Mapping[str, LevelRates]) -> tuple[Bandwidth, list[Le
         for kind in KINDS:
             figure = cast(RatesRaw, rates.get(kind) or {})
             one, many = float(figure["1t"]["median"]), float(figure["all"]["median"])
-            shown[level][kind] = {"1t": one}
+            shown[level][kind] = {"1t": figure["1t"]}
             if implausible_all(one, many):
                 left_out.append(LeftOut(level, kind, many, one, "first_all" in figure))
             else:
-                shown[level][kind]["all"] = many
+                shown[level][kind]["all"] = figure["all"]
     return shown, left_out
 
 
-def gbs(fig: CacheFigures, level: str, kind: str, threads: str) -> float | None:
-    """One bandwidth figure that stands (None: not measured, or left out)."""
+def rate(fig: CacheFigures, level: str, kind: str, threads: str) -> Stat | None:
+    """One bandwidth figure that stands, with its repeats (None: not measured, or left out)."""
     return fig.bandwidth.get(level, {}).get(kind, {}).get(threads)
+
+
+def gbs(fig: CacheFigures, level: str, kind: str, threads: str) -> float | None:
+    """One bandwidth figure that stands, its median GB/s (None: not measured, or left out)."""
+    stat = rate(fig, level, kind, threads)
+    return None if stat is None else float(stat["median"])
 
 
 def pattern_ratio(pattern: PatternRaw) -> float:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import Any, Mapping
 
+from perfprobe import stats
 from perfprobe.host.facts import Facts
 from perfprobe.model import Cell, Finding, Metric, Table, Verdict
 from perfprobe.units import format_bytes
@@ -18,12 +19,17 @@ SATURATED = 0.90   # a thread count reaching 90% of the sweep's best bandwidth h
 KINDS = ("read_gbs", "triad_gbs")
 
 
+def timed(raw: Mapping[str, Any], kind: str) -> list[tuple[int, Mapping[str, Any]]]:
+    """(threads, the figure's repeats: a stats.summarize result) of one kind, in sweep order
+    (empty when not measured)."""
+    sweep = raw.get("sweep") or {}
+    return [(int(n), s) for n, s in zip(sweep.get("threads") or [], sweep.get(kind) or [])
+            if s and s.get("median")]
+
+
 def points(raw: Mapping[str, Any], kind: str) -> list[tuple[int, float]]:
     """(threads, median GB/s) of one kind, in sweep order (empty when not measured)."""
-    sweep = raw.get("sweep") or {}
-    stats = sweep.get(kind) or []
-    return [(int(n), float(s["median"])) for n, s in zip(sweep.get("threads") or [], stats)
-            if s and s.get("median")]
+    return [(n, float(s["median"])) for n, s in timed(raw, kind)]
 
 
 def saturating_threads(pts: list[tuple[int, float]]) -> int | None:
@@ -44,8 +50,8 @@ def metrics(raw: Mapping[str, Any]) -> dict[str, Metric]:
     """`dram_read_gbs.t<N>`, `dram_triad_gbs.t<N>` and `cores_to_saturate_dram`."""
     out: dict[str, Metric] = {}
     for kind in KINDS:
-        for n, value in points(raw, kind):
-            out[f"dram_{kind}.t{n}"] = Metric(round(value, 2), "GB/s")
+        for n, stat in timed(raw, kind):
+            out[f"dram_{kind}.t{n}"] = stats.metric(stat, "GB/s")
     cores = cores_to_saturate(raw)
     if cores is not None:
         out["cores_to_saturate_dram"] = Metric(cores, "cores")

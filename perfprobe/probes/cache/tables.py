@@ -8,9 +8,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from perfprobe import stats
 from perfprobe.model import Cell, Curve, Metric, Table
 from perfprobe.probes.cache import sweep
-from perfprobe.probes.cache.figures import KINDS, THREADS, CacheFigures, gbs, pattern_ratio
+from perfprobe.probes.cache.figures import KINDS, THREADS, CacheFigures, gbs, pattern_ratio, rate
 from perfprobe.probes.cache.plan import cache_size
 from perfprobe.units import format_bytes
 
@@ -22,18 +23,20 @@ METHOD = ("latency: dependent loads over a random cyclic permutation of lines (o
 
 
 def metrics(fig: CacheFigures) -> dict[str, Metric]:
-    """The JSON metrics: latency and size per level, bandwidth, line, prefetch and page ratios."""
+    """The JSON metrics: latency and size per level, bandwidth, line, prefetch and page ratios.
+    Every timed figure carries its repeats (stats.metric); sizes, the line and ratios are plain."""
     out: dict[str, Metric] = {}
     for level in fig.levels:
-        out[f"latency_ns.{level.name}"] = Metric(round(level.latency_ns, 2), "ns")
+        out[f"latency_ns.{level.name}"] = (stats.metric(level.stat, "ns") if level.stat is not None
+                                           else Metric(round(level.latency_ns, 2), "ns"))
         if level.end_bytes is not None:
             out[f"size_bytes.{level.name}"] = Metric(level.end_bytes, "bytes")
     for name in fig.bandwidth:
         for kind in KINDS:
             for threads in THREADS:
-                value = gbs(fig, name, kind, threads)
-                if value is not None:
-                    out[f"{kind}.{name}.{threads}"] = Metric(round(value, 2), "GB/s")
+                stat = rate(fig, name, kind, threads)
+                if stat is not None:
+                    out[f"{kind}.{name}.{threads}"] = stats.metric(stat, "GB/s")
     if fig.line["line_bytes"]:
         out["line_bytes"] = Metric(fig.line["line_bytes"], "bytes")
     if fig.line["fetch_bytes"]:
@@ -42,8 +45,8 @@ def metrics(fig: CacheFigures) -> dict[str, Metric]:
     if pattern:
         out["seq_over_random"] = Metric(round(pattern_ratio(pattern), 2), "ratio")
     if "huge_ns" in pages:
-        out["latency_ns.DRAM_4K_pages"] = Metric(round(pages["small_ns"]["median"], 1), "ns")
-        out["latency_ns.DRAM_2M_pages"] = Metric(round(pages["huge_ns"]["median"], 1), "ns")
+        out["latency_ns.DRAM_4K_pages"] = stats.metric(pages["small_ns"], "ns", digits=1)
+        out["latency_ns.DRAM_2M_pages"] = stats.metric(pages["huge_ns"], "ns", digits=1)
     out.update(sweep.metrics(fig.raw))
     return out
 
