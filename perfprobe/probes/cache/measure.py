@@ -19,7 +19,7 @@ from perfprobe.probe import ProbeContext, ProbeSkipped
 from perfprobe.probes.cache import timing as m
 from perfprobe.probes.cache.background import BackgroundMeter
 from perfprobe.probes.cache.buffers import huge_fraction, page_buffer
-from perfprobe.probes.cache.curve import curve_sizes, read_levels
+from perfprobe.probes.cache.curve import curve_sizes, point_at, read_levels
 from perfprobe.probes.cache.figures import KINDS, implausible_all
 from perfprobe.probes.cache.plan import (
     PAIR_BLOCK,
@@ -49,13 +49,13 @@ def measure(ctx: ProbeContext) -> dict[str, Any]:
     if too_little_memory(plan):
         raise ProbeSkipped(f"only {format_bytes(plan.cap_bytes or 0)} may be used ({plan.cap_basis}), "
                            "too little to measure", "free some memory and run again")
-    timing = m.Timing(plan.run_s, plan.repeats)
+    timing, key = _timing(plan), _timing(plan, key=True)
     thp = (ctx.host.get("thp") or {}).get("enabled")  # the runner read it once, with the host facts
     huge = thp in ("always", "madvise")
     raw: dict[str, Any] = {"plan": plan.as_raw(), "thp": thp, "curve_pages": "2M" if huge else "4K"}
     clock, background = _PhaseClock(), BackgroundMeter()
     with page_buffer(plan.max_bytes, huge, np.uint64) as buf:
-        raw["curve"] = clock.run("curve", _curve, ctx, k, buf, plan, timing)
+        raw["curve"] = clock.run("curve", _curve, ctx, k, buf, plan, key)
         raw["curve_huge_fraction"] = huge_fraction(buf)
         raw["pattern"] = clock.run("pattern", _pattern, k, buf, plan, timing)
         raw["line"] = clock.run("line", _line, k, buf, plan, timing)
@@ -63,13 +63,22 @@ def measure(ctx: ProbeContext) -> dict[str, Any]:
     huge_ns = raw["pattern"]["random_ns"] if huge else None
     raw["pages"] = clock.run("pages", _pages, k, plan, timing, thp, huge_ns)
     with kp.pinned_pool() as pool:
-        raw["bandwidth"] = clock.run("bandwidth", _bandwidth, ctx, k, plan, timing, raw["curve"],
-                                     place.cpus)
+        raw["bandwidth"] = clock.run("bandwidth", _bandwidth, ctx, k, plan, raw["curve"], place.cpus)
         raw["sweep"] = clock.run("sweep", _sweep, ctx, k, plan, timing, place)
     raw["placement"] = {**pool, **placement_raw(ctx, place)}
     raw["phase_seconds"] = clock.seconds
     raw["background_cpus"] = background.share()
     return raw
+
+
+def _timing(plan: Plan, key: bool = False) -> m.Timing:
+    """How a figure is timed: a key figure (the latency curve, DRAM read on one and all threads)
+    in `plan.repeats` runs each `plan.key_share` as long as another figure's; the others in
+    `plan.other_repeats` runs of `plan.run_s` (all-thread runs at least ALL_THREADS_RUN_S)."""
+    if key:
+        share = plan.key_share
+        return m.Timing(plan.run_s * share, plan.repeats, m.ALL_THREADS_RUN_S * share)
+    return m.Timing(plan.run_s, plan.other_repeats)
 
 
 class _PhaseClock:
@@ -96,8 +105,10 @@ def _set_threads(wanted: int) -> int:
 
 
 def _curve(ctx: ProbeContext, k: ModuleType, buf: Any, plan: Plan, timing: m.Timing) -> dict[str, Any]:
-    """Random-chase latency at each working-set size, 4 KiB to the largest."""
-    sizes = curve_sizes(plan.max_bytes, plan.per_doubling, plan.line_bytes)
+    """Random-chase latency at each working-set size, 4 KiB to the largest (and at the set DRAM
+    latency is read at, 2x the LLC, whichever the preset)."""
+    sizes = curve_sizes(plan.max_bytes, plan.per_doubling, plan.line_bytes,
+                        (plan.dram_bytes,) if plan.dram_bytes else ())
     latencies = []
     m.random_chase_ns(k, buf, sizes[0], plan.line_bytes, m.Timing(0.05, 1))  # clocks up, code hot
     with ctx.progress("cache latency curve", len(sizes)) as task:
@@ -177,10 +188,10 @@ def _sweep(ctx: ProbeContext, k: ModuleType, plan: Plan, timing: m.Timing,
     return out
 
 
-def _bandwidth(ctx: ProbeContext, k: ModuleType, plan: Plan, timing: m.Timing,
-               curve: dict[str, Any], cpus: Sequence[int]) -> dict[str, Any]:
+def _bandwidth(ctx: ProbeContext, k: ModuleType, plan: Plan, curve: dict[str, Any],
+               cpus: Sequence[int]) -> dict[str, Any]:
     """Read and triad GB/s inside each measured level and in DRAM, 1 thread and all threads
-    (one a physical core, `cpus`)."""
+    (one a physical core, `cpus`); DRAM read, a key figure, timed as one (`_timing`)."""
     ns = [p["median"] for p in curve["latency_ns"]]
     levels = read_levels(curve["sizes_bytes"], ns, plan.min_points,
                          reaches_dram(plan.max_bytes, plan.llc_bytes), len(data_caches(ctx.host)))
@@ -191,6 +202,7 @@ def _bandwidth(ctx: ProbeContext, k: ModuleType, plan: Plan, timing: m.Timing,
         for name, (one, each) in targets.items():
             out[name] = {}
             for kind in KINDS:
+                timing = _timing(plan, key=name == "DRAM" and kind == "read_gbs")
                 out[name][kind] = once_more_if_implausible(
                     partial(rates[kind], k, one, each, cpus, timing))
                 task.advance()
@@ -212,7 +224,8 @@ def remeasure(ctx: ProbeContext, raw: dict[str, Any], keys: tuple[str, ...]) -> 
     """Confirmation (perfprobe/confirm.py): measure again only what a pending warn rests on —
     "line": the offset sweeps and the false-sharing edge (the coherency granule, independent of
     the prefetchers that blur the sweep); "pattern": random against sequential over the largest
-    set; "bandwidth": DRAM read and triad — and return `raw` with those parts replaced."""
+    set; "bandwidth": DRAM read and triad; "dram_latency": the curve's point at the set DRAM
+    latency is read at (2x the LLC) — and return `raw` with those parts replaced."""
     from perfprobe.kernels import cache_kernels as k
     from perfprobe.kernels import placement as kp
 
@@ -220,10 +233,15 @@ def remeasure(ctx: ProbeContext, raw: dict[str, Any], keys: tuple[str, ...]) -> 
     threads = _set_threads(len(place.cpus))
     plan = make_plan(ctx.host, ctx.config.options, ctx.config.preset(PRESETS), threads,
                      host_memory_budget(ctx.host, ctx.config.bind))
-    timing, out = m.Timing(plan.run_s, plan.repeats), dict(raw)
+    timing, key, out = _timing(plan), _timing(plan, key=True), dict(raw)
     huge = raw.get("curve_pages") == "2M"
-    if "line" in keys or "pattern" in keys:
-        with page_buffer(plan.max_bytes, huge, np.uint64) as buf:
+    if "line" in keys or "pattern" in keys or "dram_latency" in keys:
+        sizes = raw["curve"]["sizes_bytes"]
+        largest = "line" in keys or "pattern" in keys  # else the DRAM point's set is enough
+        size = plan.max_bytes if largest else sizes[point_at(sizes, plan.dram_bytes or sizes[-1])]
+        with page_buffer(size, huge, np.uint64) as buf:
+            if "dram_latency" in keys:
+                out["curve"] = dram_point_again(k, buf, plan, key, raw["curve"])
             if "line" in keys:
                 out["line"] = _line(k, buf, plan, timing)
             if "pattern" in keys:
@@ -238,9 +256,19 @@ def remeasure(ctx: ProbeContext, raw: dict[str, Any], keys: tuple[str, ...]) -> 
         one, each = plan.max_bytes, plan.max_bytes // plan.threads
         with kp.pinned_pool():
             out["bandwidth"] = {**raw["bandwidth"], "DRAM": {
-                "read_gbs": m.read_rates(k, one, each, place.cpus, timing),
+                "read_gbs": m.read_rates(k, one, each, place.cpus, key),
                 "triad_gbs": m.triad_rates(k, one, each, place.cpus, timing)}}
     return out
+
+
+def dram_point_again(k: ModuleType, buf: Any, plan: Plan, timing: m.Timing,
+                     curve: dict[str, Any]) -> dict[str, Any]:
+    """`curve` with its point at the set DRAM latency is read at timed again (freshly linked)."""
+    sizes = list(curve["sizes_bytes"])
+    at = point_at(sizes, plan.dram_bytes or sizes[-1])
+    latency = list(curve["latency_ns"])
+    latency[at] = m.random_chase_ns(k, buf, sizes[at], plan.line_bytes, timing, seed=2)
+    return {**curve, "latency_ns": latency}
 
 
 EDGE_SPACINGS = (8, 16, 32, 64, 128, 256, 512)
