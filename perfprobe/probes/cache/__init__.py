@@ -17,6 +17,31 @@ from perfprobe.probe import Probe, PythonModule
 from perfprobe.probes.cache import tables
 from perfprobe.probes.cache.figures import read_figures
 from perfprobe.probes.cache.rules import findings
+from perfprobe.stability import SPREAD_BOUND, NotBelow, Ordered, Relation
+
+LEVELS = ("L1", "L2", "L3", "DRAM")
+
+
+def _not_slower_than_below() -> tuple[Relation, ...]:
+    """One thread reads each level at least 0.9x as fast as any level below it (L1 >= L2 >= L3 >=
+    DRAM, every pair, so a level the host lacks leaves no gap); the faster-should-be level is named:
+    a disturbed run reads low, never high."""
+    return tuple(NotBelow(f"read_gbs.{upper}.1t", f"read_gbs.{lower}.1t", 0.9,
+                          "one thread reads this level slower than a level below it")
+                 for i, upper in enumerate(LEVELS) for lower in LEVELS[i + 1:])
+
+
+RELATIONS: tuple[Relation, ...] = (
+    NotBelow("read_gbs.{}.all", "read_gbs.{}.1t", 0.9,
+             "all threads read slower than one thread at the same level", each=LEVELS),
+    NotBelow("triad_gbs.{}.all", "triad_gbs.{}.1t", 0.9,
+             "all threads run triad slower than one thread at the same level", each=LEVELS),
+    Ordered(tuple(f"latency_ns.{level}" for level in LEVELS), 1.1,
+            "a level's latency above the next level's"),
+    *_not_slower_than_below(),
+)
+"""The physical relations of the cache figures (docs/probes/cache.md, "Relations"): a figure that
+breaks one is re-measured, then marked unstable and judged by nobody (perfprobe/stability.py)."""
 
 
 def judge(raw: Mapping[str, Any], host: Facts) -> Assessment:
@@ -30,4 +55,5 @@ def judge(raw: Mapping[str, Any], host: Facts) -> Assessment:
 
 PROBE = Probe(name="cache", title="CPU cache hierarchy", judge=judge,
               measure_module="perfprobe.probes.cache.measure",
-              requires=(PythonModule("numba", "pip install numba (a perfprobe dependency)"),))
+              requires=(PythonModule("numba", "pip install numba (a perfprobe dependency)"),),
+              relations=RELATIONS, spread_bound=SPREAD_BOUND)
