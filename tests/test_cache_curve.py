@@ -4,13 +4,21 @@ the line size from pair costs."""
 from __future__ import annotations
 
 import json
+import statistics
 from pathlib import Path
 
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from perfprobe.probes.cache.curve import curve_sizes, find_plateaus, read_fetch_unit, read_levels, read_line
+from perfprobe.probes.cache.curve import (
+    curve_sizes,
+    find_plateaus,
+    point_at,
+    read_fetch_unit,
+    read_levels,
+    read_line,
+)
 
 DATA = Path(__file__).parent / "data"
 OFFSETS = [8, 16, 32, 64, 128, 256, 512]
@@ -33,6 +41,23 @@ def test_sizes_run_from_4k_to_the_maximum_in_whole_lines(max_bytes: int, per_dou
     assert max(ratios[:-1] or [1]) <= 2 ** (1 / per_doubling) * 1.01
 
 
+@given(st.integers(16, 1 << 12), st.sampled_from([2, 4]), st.sampled_from([2, 3, 4]))
+def test_an_anchor_is_a_point_of_the_curve_and_costs_no_extra_point(llc_kib: int, per_doubling: int,
+                                                                    multiple: int) -> None:
+    """The set DRAM latency is read at (2x the LLC) is measured in both presets: in the full
+    curve (to 4x) it takes the place of the nearest point, the largest set stays the last."""
+    llc = llc_kib << 10
+    plain = curve_sizes(multiple * llc, per_doubling)
+    sizes = curve_sizes(multiple * llc, per_doubling, anchors=(2 * llc,))
+    assert 2 * llc in sizes and sizes[-1] == plain[-1] and sizes == sorted(set(sizes))
+    assert len(plain) <= len(sizes) <= len(plain) + 1
+    assert sizes[point_at(sizes, 2 * llc)] == 2 * llc
+
+
+def test_an_anchor_outside_the_curve_is_not_measured() -> None:
+    assert curve_sizes(1 << 20, 4, anchors=(4 << 20, 1024)) == curve_sizes(1 << 20, 4)
+
+
 def test_four_points_a_doubling() -> None:
     sizes = curve_sizes(1 << 20, 4)
     assert len(sizes) == 4 * 8 + 1
@@ -49,6 +74,16 @@ def test_recorded_kvm_curve_gives_l1_l2_l3_and_dram() -> None:
     assert 4 << 20 <= l3.end_bytes <= 16 << 20            # this guest's share of the 300 MiB L3
     assert 2.2 < l1.latency_ns < 2.5 and 6 < l2.latency_ns < 9 and 35 < l3.latency_ns < 50
     assert 140 < dram.latency_ns < 200 and dram.end_bytes is None
+
+
+def test_each_level_names_the_points_it_was_read_from() -> None:
+    sizes, ns = _curve("cache_curve_kvm2c_quiet.json")
+    levels = read_levels(sizes, ns, 3, True, 3, dram_bytes=600 << 20)
+    for level in levels[:-1]:
+        assert len(level.points) >= 3 and level.latency_ns == statistics.median(ns[i] for i in level.points)
+    dram = levels[-1]
+    assert dram.points == (point_at(sizes, 600 << 20),) and dram.latency_ns == ns[dram.points[0]]
+    assert sizes[dram.points[0]] >= 600 << 20
 
 
 def test_noise_cannot_invent_more_levels_than_the_host_has() -> None:

@@ -114,3 +114,33 @@ def test_parallel_triad_and_fill(threads: int) -> None:
     k.fill_parallel(c, 2.0, threads)
     k.triad_parallel(a, b, c, 0.5, threads, 3)
     np.testing.assert_array_equal(a, np.full(n, 2.0))
+
+
+def test_pair_costs_count_a_block_as_two_loads_in_every_figure() -> None:
+    import statistics
+
+    from perfprobe.probes.cache.timing import Timing, pair_costs
+
+    buf = np.zeros(64 * 1024 // 8, dtype=np.uint64)
+    for cost in pair_costs(k, buf, 64, 1024, [8, 64], Timing(0.0005, 3), warm_steps=128):
+        assert len(cost["samples"]) == cost["repeats"] == 3
+        assert cost["median"] == pytest.approx(statistics.median(cost["samples"]), rel=1e-5)
+        assert cost["min"] == pytest.approx(min(cost["samples"]), rel=1e-5)
+
+
+def test_a_dram_latency_confirmation_times_that_point_alone_again() -> None:
+    from perfprobe.probes.cache.measure import dram_point_again
+    from perfprobe.probes.cache.plan import Plan
+    from perfprobe.probes.cache.timing import Timing
+
+    plan = Plan(max_bytes=64 << 10, wanted_bytes=64 << 10, cap_bytes=None, limited_by="--max-size",
+                per_doubling=1, min_points=1, repeats=3, run_s=0.0005, threads=1, line_bytes=64,
+                llc_bytes=16 << 10, llc_reported=True, l1_bytes=16 << 10, dram_bytes=32 << 10)
+    curve = {"sizes_bytes": [4096, 32 << 10, 64 << 10],
+             "latency_ns": [{"median": 1.0}, {"median": 999.0}, {"median": 2.0}]}
+    buf = np.zeros((64 << 10) // 8, dtype=np.uint64)
+    again = dram_point_again(k, buf, plan, Timing(0.0005, 3), curve)
+    assert again["latency_ns"][0] == {"median": 1.0} and again["latency_ns"][2] == {"median": 2.0}
+    timed = again["latency_ns"][1]
+    assert timed["repeats"] == 3 and 0 < timed["median"] < 999.0
+    assert curve["latency_ns"][1] == {"median": 999.0}  # the first measurement is left as it was

@@ -41,11 +41,28 @@ def test_default_goes_to_four_times_the_llc_and_quick_to_twice() -> None:
     assert plan(quick=True).max_bytes == 600 << 20 and plan(quick=True).limited_by == "2x LLC"
 
 
-def test_quick_is_coarser_repeats_less_and_skips_the_page_comparison() -> None:
+def test_quick_is_coarser_and_its_key_figures_repeat_five_times_in_the_same_time() -> None:
+    """Issue 25: the key figures (latency curve, DRAM read) keep five repeats in --quick too
+    (compare tests their samples), each that much shorter so they take what three took."""
     quick, full = plan(quick=True), plan()
-    assert quick.per_doubling < full.per_doubling and quick.repeats < full.repeats
-    assert (quick.repeats, full.repeats, quick.run_s, full.run_s) == (3, 5, 0.002, 0.004)
+    assert quick.per_doubling < full.per_doubling
+    assert (quick.repeats, full.repeats, quick.run_s, full.run_s) == (5, 5, 0.002, 0.004)
+    assert (quick.other_repeats, full.other_repeats) == (3, 5)
+    assert quick.repeats * quick.run_s * quick.key_share == pytest.approx(3 * 0.002)
+    assert full.key_share == 1.0
     assert full.compare_pages and not quick.compare_pages
+    nine = plan(knobs=Knobs(repeats=9), quick=True)
+    assert (nine.repeats, nine.other_repeats, nine.key_share) == (9, 9, 1.0)
+    old = Plan(**{**quick.as_raw(), "bulk_repeats": None})  # recorded before bulk_repeats
+    assert old.other_repeats == 5 and old.key_share == 1.0
+
+
+def test_both_presets_read_dram_latency_at_twice_the_llc() -> None:
+    """Issue 25 item 5: --quick (600 MiB here) and full (1.17 GiB) read DRAM latency on one set."""
+    quick, full = plan(quick=True), plan()
+    assert quick.dram_bytes == full.dram_bytes == 600 << 20
+    assert plan(knobs=Knobs(max_size=8 << 30), quick=True).dram_bytes == 600 << 20
+    assert plan(knobs=Knobs(max_size=256 << 20)).dram_bytes is None  # short of DRAM
 
 
 def test_options_override_size_and_repeats() -> None:
