@@ -105,3 +105,12 @@ def test_a_side_against_itself_is_never_a_change(scale, n, seed):
 @pytest.mark.parametrize("values", [(1.0, 1.0, 1.0, 1.0), (2.0, 2.0, 2.0, 2.0, 2.0)])
 def test_significance_of_identical_values_is_one(values):
     assert compare.significance(values, values) == 1.0
+
+
+def test_repeats_that_spread_wide_widen_the_band():
+    # two runs of one shared H200 guest (2026-12-01): L3 latency's five repeats each, 37.3 against 42.1 ns
+    run3 = Figure(37.29, "ns", (39.3609, 37.2918, 37.8518, 35.7753, 35.9639))
+    run1 = Figure(42.09, "ns", (44.19, 42.0917, 42.8661, 40.5317, 41.2459))
+    change = compare.judge("cache:latency_ns.L3", run3, run1)
+    assert change.p_value is not None and change.p_value < compare.ALPHA  # the U test alone would call it
+    assert change.band > 0.13 and change.kind == "no significant change"

@@ -3,9 +3,13 @@ both sides' samples says the runs differ *and* the change is larger than the sma
 
 The test is Mann–Whitney U (scipy.stats.mannwhitneyu, two-sided), on the repeats each report keeps
 per timed figure (`stats.samples`), as Go's benchstat and google-benchmark's compare.py do; against
-a baseline, the baseline hosts' values are the base's samples. The smallest change that counts is
-the larger of `threshold` (10% by default) and, against a baseline, three of the baseline hosts'
-spreads (1.4826 MAD ≈ one sigma) — measured across the fleet, never a band set by hand. A figure
+a baseline, the baseline hosts' repeats pooled are the base's samples. The smallest change that
+counts is the larger of `threshold` (10% by default) and three sigmas of the two sides' measured
+noise: each side's samples' MAD over their median (1.4826 MAD ≈ one sigma), and a baseline's MAD
+across hosts, added in quadrature — measured, never a band set by hand. A U test alone calls a
+shift that is real within two runs but not between them (two runs of one shared H200 guest: L3
+latency 42 then 37 ns, each run's five repeats within 2–4%): the band keeps a figure whose repeats
+spread wide from being judged to a precision its repeats do not have. A figure
 with fewer than MIN_SAMPLES samples on a side cannot be tested and is not called (it is counted as
 untested). An unstable figure (`unstable` in the report) is judged by nobody. Numbers without a
 better direction (counts, bytes) that differ are listed as changed; host facts that differ are
@@ -17,6 +21,7 @@ listed beside, since they explain most regressions. By default only the key figu
 from __future__ import annotations
 
 import math
+import statistics
 from dataclasses import dataclass, field
 from typing import Any, Mapping, Sequence
 
@@ -126,7 +131,9 @@ def judge(key: str, base: Figure, new: Figure, threshold: float = THRESHOLD, adv
     """One figure: same, changed (no better direction), unstable, untested (too few samples), no
     significant change, or a regression / improvement (significant and beyond the band)."""
     b, n = base.value, new.value
-    band = max(threshold, _relative(SPREADS * MAD_TO_SIGMA * base.spread, b))
+    noise = math.sqrt(_relative_mad(base.samples) ** 2 + _relative_mad(new.samples) ** 2
+                      + _relative(base.spread, b) ** 2)
+    band = max(threshold, SPREADS * MAD_TO_SIGMA * noise)
     ratio = n / b if b else None
     counts = (len(base.samples), len(new.samples))
     p_value = None
@@ -176,6 +183,15 @@ def _not_called(change: Change) -> Change:
     from dataclasses import replace
 
     return replace(change, kind="not called (disturbed run)", advice="")
+
+
+def _relative_mad(samples: Sequence[float]) -> float:
+    """MAD over the median of `samples` (0 for fewer than MIN_SAMPLES: they are not tested anyway)."""
+    if len(samples) < MIN_SAMPLES:
+        return 0.0
+    median = statistics.median(samples)
+    mad = statistics.median(abs(v - median) for v in samples)
+    return abs(mad / median) if median else 0.0
 
 
 def _relative(amount: float, of: float) -> float:
