@@ -47,8 +47,9 @@ RELATIONS = (
 )
 
 SPREAD_BOUND = 0.25
-"""mmap and fault figures of a few µs, and the ~20 ns touch of a mapped page, move from run to run:
-their repeats' MAD reached 18% of the median in quiet --quick runs on the H200 guest."""
+"""The ~20 ns touch of a mapped page runs at about 9 or 22 ns from one run to the next: its repeats'
+MAD reached 16% of the median in a quiet full run on the H200 guest (26% over --quick's three, too
+few to judge: stability.MIN_REPEATS)."""
 
 PROBE = Probe(name="alloc", title="Allocation: malloc/free per allocator, pools, first touch, copy against move",
               judge=judge, measure_module="perfprobe.probes.alloc.measure",

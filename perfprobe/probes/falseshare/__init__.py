@@ -52,8 +52,8 @@ RELATIONS = (
             "slower than every thread updating one counter"),
 )
 SPREAD_BOUND = 0.25
-"""Many threads fighting over one line are chaotic: the 16-thread 16 B case's repeats had a MAD of
-19% of their median in a quiet --quick run on the H200 guest (padded and 2-thread cases under 10%)."""
+"""Many threads fighting over one line are chaotic: the 16-thread 32 B case's repeats had a MAD of
+22% of their median in a quiet --quick run on the H200 guest (padded and 2-thread cases under 10%)."""
 
 PROBE = Probe(name="falseshare", title="False sharing and core-to-core latency", judge=judge,
               measure_module="perfprobe.probes.falseshare.measure",
