@@ -155,6 +155,9 @@ class Probe:
     """The physical relations its figures must keep (stability.py); a figure that breaks one, or
     whose repeats disagree beyond `spread_bound`, is re-measured and then marked unstable."""
     spread_bound: float = SPREAD_BOUND
+    rests_on: Mapping[str, tuple[str, ...]] | None = None
+    """Confirm key -> the metric patterns a warn with that key rests on: an unstable figure holds
+    back only the warns that rest on it (stability.marked); None holds back every timing warn."""
 
     @property
     def needs_gpu(self) -> bool:

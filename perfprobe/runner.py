@@ -189,15 +189,15 @@ def _stable(probe: Probe, ctx: ProbeContext, raw: dict[str, Any], first: Assessm
         if second_raw is not None:
             raw[stability.SECOND_RAW] = second_raw
     if second_raw is None:
-        return stability.marked(first, found, remeasured=False)
+        return stability.marked(first, found, remeasured=False, rests_on=probe.rests_on)
     try:
         second = _judged(probe, ctx, second_raw, replaying)
     except Exception:  # noqa: BLE001 - numbers that cannot be judged: the first stands, marked
-        return stability.marked(first, found, remeasured=True)
+        return stability.marked(first, found, remeasured=True, rests_on=probe.rests_on)
     found_again = stability.unstable(second.metrics, probe.relations, probe.spread_bound)
     if len(found_again) < len(found):
-        return stability.marked(second, found_again, remeasured=True)
-    return stability.marked(first, found, remeasured=True)
+        return stability.marked(second, found_again, remeasured=True, rests_on=probe.rests_on)
+    return stability.marked(first, found, remeasured=True, rests_on=probe.rests_on)
 
 
 def _confirmed(probe: Probe, ctx: ProbeContext, raw: dict[str, Any], first: Assessment,

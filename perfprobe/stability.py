@@ -106,21 +106,35 @@ def unstable(metrics: Mapping[str, Metric], relations: Sequence[Relation] = (),
     return out
 
 
-def marked(assessment: Assessment, found: Mapping[str, str], remeasured: bool) -> Assessment:
-    """`assessment` with each figure of `found` marked unstable, the probe's timing-based warns held
-    back (they may rest on one of them), and a note listing what was left out of judgement."""
+def marked(assessment: Assessment, found: Mapping[str, str], remeasured: bool,
+           rests_on: Mapping[str, tuple[str, ...]] | None = None) -> Assessment:
+    """`assessment` with each figure of `found` marked unstable, the timing-based warns that may
+    rest on one of them held back, and a note listing what was left out of judgement.
+
+    `rests_on` maps a confirm key to the metric patterns a warn with that key rests on
+    (`Probe.rests_on`): such a warn is held back only when one of those figures is unstable. A key
+    the probe does not map, or a probe that maps none, holds back every timing warn (it cannot
+    say which figure a warn rests on, so none is trusted)."""
     if not found:
         return assessment
     metrics = {name: dataclasses.replace(m, unstable=found[name]) if name in found else m
                for name, m in assessment.metrics.items()}
-    names = ", ".join(sorted(found))
-    findings = tuple(held_back(f, f"unstable figures: {names}") if f.confirm else f for f in assessment.findings)
+    findings = tuple(_held_if_unstable(f, found, rests_on or {}) for f in assessment.findings)
     after = "after a re-measurement" if remeasured else "(not re-measured)"
     note = Finding(Verdict.PASS, f"unstable {after}, judged by nobody: "
                    + "; ".join(f"{name} ({why})" for name, why in sorted(found.items())),
                    "the host was busy or its clocks moved while measuring: rerun on a quiet host "
                    "(perfprobe all --quick twice) before reading these figures")
     return dataclasses.replace(assessment, metrics=metrics, findings=findings + (note,))
+
+
+def _held_if_unstable(finding: Finding, found: Mapping[str, str],
+                      rests_on: Mapping[str, tuple[str, ...]]) -> Finding:
+    if not finding.confirm:
+        return finding
+    patterns = [p for key in finding.confirm for p in rests_on.get(key, ("*",))] if rests_on else ["*"]
+    under = sorted(name for name in found if any(fnmatchcase(name, p) for p in patterns))
+    return held_back(finding, f"unstable figures: {', '.join(under)}") if under else finding
 
 
 def _number(metric: Metric | None) -> float | None:

@@ -95,3 +95,30 @@ def test_steal_and_others_fractions():
     # 600 busy ticks = 6 s at 100 ticks/s; this process used 4 s of them; 10 s of CPU time passed
     assert others_fraction(before, after, own_cpu_s=4.0, ticks_per_s=100) == pytest.approx(0.2)
     assert steal_fraction(after, before) is None and others_fraction(None, after, 1.0, 100) is None
+
+
+def test_an_unstable_figure_holds_back_only_the_warns_that_rest_on_it():
+    dram = Finding(Verdict.WARN, "DRAM latency 260 ns", "check", confirm=("dram_latency",))
+    line = Finding(Verdict.WARN, "line 128 B", "pad", confirm=("line",))
+    assessment = Assessment(summary="", metrics={"read_gbs.L1.all": timed(20.0, 8.0), "latency_ns.DRAM": timed(260.0, 1.0)},
+                            findings=(dram, line))
+    rests_on = {"dram_latency": ("latency_ns.DRAM",), "line": ("line_bytes",)}
+    out = stability.marked(assessment, {"read_gbs.L1.all": "spread"}, remeasured=True, rests_on=rests_on)
+    assert [f.verdict for f in out.findings[:2]] == [Verdict.WARN, Verdict.WARN]
+    out = stability.marked(assessment, {"latency_ns.DRAM": "spread"}, remeasured=True, rests_on=rests_on)
+    assert [f.verdict for f in out.findings[:2]] == [Verdict.PASS, Verdict.WARN]
+    assert out.findings[0].message.startswith("held back (unstable figures: latency_ns.DRAM)")
+
+
+def test_every_declared_rests_on_key_is_one_a_rule_uses():
+    import re
+    from pathlib import Path
+
+    from perfprobe.registry import all_probe_names, load_probe
+
+    root = Path(__file__).resolve().parents[1] / "perfprobe" / "probes"
+    for name in all_probe_names():
+        probe = load_probe(name)
+        text = (root / name / "rules.py").read_text()
+        for key in probe.rests_on or {}:
+            assert re.search(rf'["\']{key}["\']', text), f"{name}: rests_on key {key} is no confirm key of its rules"

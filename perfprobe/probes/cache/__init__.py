@@ -50,6 +50,16 @@ RELATIONS: tuple[Relation, ...] = (
 breaks one is re-measured, then marked unstable and judged by nobody (perfprobe/stability.py)."""
 
 
+RESTS_ON = {
+    "bandwidth": ("read_gbs.DRAM.*", "triad_gbs.DRAM.*"),
+    "pattern": ("seq_over_random",),
+    "dram_latency": ("latency_ns.DRAM",),
+    "line": ("line_bytes", "latency_ns.L1", "latency_ns.L2"),
+}
+"""Which figures each confirmed warn rests on (rules.py's confirm keys): an unstable L1 all-thread
+read holds back no DRAM warn."""
+
+
 def judge(raw: Mapping[str, Any], host: Facts) -> Assessment:
     """Levels, bandwidth, line and pages read off the raw numbers, judged against the host."""
     fig = read_figures(raw, host)
@@ -62,4 +72,4 @@ def judge(raw: Mapping[str, Any], host: Facts) -> Assessment:
 PROBE = Probe(name="cache", title="CPU cache hierarchy", judge=judge,
               measure_module="perfprobe.probes.cache.measure",
               requires=(PythonModule("numba", "pip install numba (a perfprobe dependency)"),),
-              relations=RELATIONS, spread_bound=SPREAD_BOUND)
+              relations=RELATIONS, spread_bound=SPREAD_BOUND, rests_on=RESTS_ON)

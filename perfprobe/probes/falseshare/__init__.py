@@ -58,4 +58,5 @@ SPREAD_BOUND = 0.25
 PROBE = Probe(name="falseshare", title="False sharing and core-to-core latency", judge=judge,
               measure_module="perfprobe.probes.falseshare.measure",
               requires=(UsableCpus(2, "two threads on different CPUs"),), check_knobs=check_knobs,
-              relations=RELATIONS, spread_bound=SPREAD_BOUND)
+              relations=RELATIONS, spread_bound=SPREAD_BOUND,
+              rests_on={"atomic": ("ns_per_update.atomic.*", "true_sharing_ns_per_update.*")})

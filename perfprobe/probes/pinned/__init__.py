@@ -39,4 +39,5 @@ def judge(raw: Raw, host: Facts) -> Assessment:
 
 PROBE = Probe(name="pinned", title="Host-GPU copies: pageable vs pinned, against the PCIe link",
               judge=judge, measure_module="perfprobe.probes.pinned.measure", requires=(Gpu(),),
-              check_knobs=check_knobs, relations=RELATIONS)
+              check_knobs=check_knobs, relations=RELATIONS,
+              rests_on={"bandwidth": ("pinned.*", "link.*")})

@@ -44,4 +44,5 @@ def judge(raw: Raw, host: Facts) -> Assessment:
 
 PROBE = Probe(name="streams", title="Copy/compute overlap across CUDA streams",
               judge=judge, measure_module="perfprobe.probes.streams.measure", requires=(Gpu(),),
-              check_knobs=check_knobs, relations=RELATIONS)
+              check_knobs=check_knobs, relations=RELATIONS,
+              rests_on={"overlap": ("best.*", "serial.*", "stage_ms.*"), "host_overlap": ("host_overlap.*",)})
