@@ -110,7 +110,7 @@ def test_both_directions_faster_than_one_is_unstable() -> None:
 def test_pipeline_repeats_that_disagree_are_unstable() -> None:
     raw, host = recording()
     best = figures.best_config(raw)
-    best["ms"].update(samples=[4.0, 5.9, 8.0], mad=1.9)
+    best["ms"].update(samples=[4.0, 4.5, 5.9, 7.5, 8.0], mad=1.6, repeats=5)
     assert "repeats disagree" in unstable(raw, host)["best.ms"]
 
 
