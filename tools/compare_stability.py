@@ -93,6 +93,27 @@ def compare_pair(base: Path, new: Path, extra: Sequence[str] = ()) -> PairResult
                       said["error"], said["kinds"])
 
 
+def compare_to_the_others(reports: Sequence[Path], index: int, scratch: Path,
+                          extra: Sequence[str] = ()) -> PairResult:
+    """Run `index` against a baseline of every other run (`perfprobe fleet OTHERS --baseline-out`):
+    the CI gate a user should build, whose band includes the spread between runs, which no single
+    run's repeats can show."""
+    folder = scratch / f"others-{index:02d}"
+    folder.mkdir(parents=True, exist_ok=True)
+    for j, report in enumerate(reports):
+        if j != index:
+            (folder / report.name).write_bytes(report.read_bytes())
+    baseline = scratch / f"baseline-without-{index:02d}.json"
+    proc = subprocess.run([sys.executable, "-m", "perfprobe", "fleet", str(folder), "--baseline-out", str(baseline),
+                           "--json"], capture_output=True, text=True, timeout=300)
+    if not baseline.exists():
+        return PairResult(f"baseline of {len(reports) - 1} runs", reports[index].name, proc.returncode,
+                          error=f"fleet exited {proc.returncode}: {proc.stderr.strip()[-200:]}")
+    result = compare_pair(baseline, reports[index], extra)
+    result.base = f"baseline of the other {len(reports) - 1} runs"
+    return result
+
+
 def pairs(count: int, ordered: bool) -> list[tuple[int, int]]:
     """Index pairs (base, new): every unordered pair i < j, or every ordered pair i != j."""
     runs = range(count)
@@ -235,6 +256,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--compare-arg", action="append", default=[], metavar="ARG",
                         help="pass ARG to `perfprobe compare` (repeatable), e.g. --compare-arg=--all")
     parser.add_argument("--md", type=Path, help="also write the result as this host's section of FILE")
+    parser.add_argument("--against-baseline", action="store_true", help=(
+        "also compare each run against a baseline of the other runs (fleet --baseline-out)"))
     parser.add_argument("extra", nargs="*", help="more `perfprobe all` arguments (after --)")
     args = parser.parse_args(argv)
     if args.runs < 2 and args.reports is None:
@@ -254,6 +277,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         summary = summarise(results, args.need)
         for line in summary_lines(summary):
             print(line)
+        if args.against_baseline:
+            against = [compare_to_the_others(reports, i, Path(scratch), args.compare_arg) for i in range(len(reports))]
+            for result in against:
+                print(pair_line(result), flush=True)
+            for line in summary_lines(summarise(against, len(against))):
+                print(f"against a baseline of the others: {line}")
         if args.md:
             first = json.loads(reports[0].read_text())
             shown = "--ordered " if args.ordered else ""

@@ -69,6 +69,7 @@ def compare(base: Annotated[Path, typer.Argument(metavar="BASE", help="A report 
         ref, facts = cmp.report_reference(base_in.data), flat_facts(base_in.data["host"])
         base_name = base_in.name
         why = cmp.disturbed(base_in.data, "BASE") + cmp.disturbed(new_in.data, "NEW")
+        notes.append(cmp.ONE_RUN_NOTE)
     result = cmp.compare(ref, cmp.report_reference(new_in.data), facts, flat_facts(new_host),
                          cmp.probe_advice(new_in.data), threshold, judge_all=show_all, disturbed_because=why)
     result.notes += notes

@@ -37,6 +37,12 @@ SPREADS = 3.0
 MAD_TO_SIGMA = 1.4826
 
 
+ONE_RUN_NOTE = ("BASE is one run: its repeats show the noise within a run, not between runs; on shared "
+                "VMs the CPU memory figures moved 10-50% between quiet runs minutes apart "
+                "(docs/results/compare-stability.md). Gate on a baseline of several runs "
+                "(perfprobe fleet RUNS/ --baseline-out B.json; compare B.json NEW)")
+
+
 @dataclass(frozen=True)
 class Figure:
     """One side of a comparison: the figure's value, unit and samples; `spread` is a baseline's
