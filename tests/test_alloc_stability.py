@@ -3,13 +3,12 @@ relations name impossible figures (stability.py), on recorded numbers (tests/dat
 
 from __future__ import annotations
 
-import dataclasses
-import json
+from functools import partial
 from pathlib import Path
 
 import pytest
 
-from perfprobe.model import Metric
+import probe_stability as shared
 from perfprobe.probes import alloc
 from perfprobe.stability import unstable
 from perfprobe.stats import metric, summarize
@@ -18,17 +17,10 @@ DATA = Path(__file__).parent / "data"
 RECORDINGS = sorted(DATA.glob("alloc_*.json"))
 
 
-def judged(name: str) -> dict[str, Metric]:
-    recording = json.loads((DATA / name).read_text())
-    return dict(alloc.judge(recording["raw"]["alloc"], recording["host"]).metrics)
+judged = partial(shared.judged, alloc)
+broken = partial(shared.broken, alloc)
 
-
-def broken(metrics: dict[str, Metric]) -> dict[str, str]:
-    return unstable(metrics, alloc.PROBE.relations, alloc.PROBE.spread_bound)
-
-
-def planted(metrics: dict[str, Metric], name: str, value: float) -> dict[str, Metric]:
-    return {**metrics, name: dataclasses.replace(metrics[name], value=value)}
+planted = shared.planted
 
 
 def test_timed_figures_carry_their_repeats():

@@ -3,13 +3,12 @@
 
 from __future__ import annotations
 
-import dataclasses
-import json
+from functools import partial
 from pathlib import Path
 
 import pytest
 
-from perfprobe.model import Metric
+import probe_stability as shared
 from perfprobe.probes import branch
 from perfprobe.stability import unstable
 from perfprobe.stats import metric, summarize
@@ -18,17 +17,10 @@ DATA = Path(__file__).parent / "data"
 RECORDINGS = sorted(DATA.glob("branch_*.json"))
 
 
-def judged(name: str) -> dict[str, Metric]:
-    recording = json.loads((DATA / name).read_text())
-    return dict(branch.judge(recording["raw"]["branch"], recording["host"]).metrics)
+judged = partial(shared.judged, branch)
+broken = partial(shared.broken, branch)
 
-
-def broken(metrics: dict[str, Metric]) -> dict[str, str]:
-    return unstable(metrics, branch.PROBE.relations, branch.PROBE.spread_bound)
-
-
-def planted(metrics: dict[str, Metric], name: str, value: float) -> dict[str, Metric]:
-    return {**metrics, name: dataclasses.replace(metrics[name], value=value)}
+planted = shared.planted
 
 
 def test_cases_clock_and_periods_carry_their_repeats():

@@ -4,38 +4,28 @@ discarded pass. No kernel runs here: measure's loop is driven with a stand-in fo
 
 from __future__ import annotations
 
-import dataclasses
-import json
+from functools import partial
 from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
 
+import probe_stability as shared
 from perfprobe.config import RunConfig
-from perfprobe.model import Metric
 from perfprobe.probe import ProbeContext
 from perfprobe.probes import falseshare
 from perfprobe.probes.falseshare import measure, plan
 from perfprobe.progress import null_progress
-from perfprobe.stability import unstable
 from perfprobe.stats import metric, summarize
 
 DATA = Path(__file__).parent / "data"
 RECORDINGS = sorted(DATA.glob("falseshare_*.json"))
 
 
-def judged(name: str) -> dict[str, Metric]:
-    recording = json.loads((DATA / name).read_text())
-    return dict(falseshare.judge(recording["raw"]["falseshare"], recording["host"]).metrics)
+judged = partial(shared.judged, falseshare)
+broken = partial(shared.broken, falseshare)
 
-
-def broken(metrics: dict[str, Metric]) -> dict[str, str]:
-    """What the probe's relations and spread bound name in these metrics."""
-    return unstable(metrics, falseshare.PROBE.relations, falseshare.PROBE.spread_bound)
-
-
-def planted(metrics: dict[str, Metric], name: str, value: float) -> dict[str, Metric]:
-    return {**metrics, name: dataclasses.replace(metrics[name], value=value)}
+planted = shared.planted
 
 
 def test_atomic_and_core_to_core_figures_carry_their_repeats():

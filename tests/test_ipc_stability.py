@@ -4,13 +4,12 @@ on numbers recorded on real hosts (tests/data/ipc_*.json)."""
 
 from __future__ import annotations
 
-import dataclasses
-import json
+from functools import partial
 from pathlib import Path
 
 import pytest
 
-from perfprobe.model import Metric
+import probe_stability as shared
 from perfprobe.probes import ipc
 from perfprobe.stability import SPREAD_BOUND, unstable
 from perfprobe.stats import metric, summarize
@@ -20,17 +19,10 @@ RECORDINGS = sorted(DATA.glob("ipc_*.json"))
 QUIET = ["ipc_h200_full.json", "ipc_h200_quick.json"]
 
 
-def judged(name: str) -> dict[str, Metric]:
-    recording = json.loads((DATA / name).read_text())
-    return dict(ipc.judge(recording["raw"]["ipc"], recording["host"]).metrics)
+judged = partial(shared.judged, ipc)
+broken = partial(shared.broken, ipc)
 
-
-def broken(metrics: dict[str, Metric]) -> dict[str, str]:
-    return unstable(metrics, ipc.PROBE.relations, ipc.PROBE.spread_bound)
-
-
-def planted(metrics: dict[str, Metric], name: str, value: float) -> dict[str, Metric]:
-    return {**metrics, name: dataclasses.replace(metrics[name], value=value)}
+planted = shared.planted
 
 
 def test_round_trips_and_streams_carry_their_samples():

@@ -3,32 +3,24 @@ reach than another's) names both figures of a pair that contradict each other (s
 
 from __future__ import annotations
 
-import dataclasses
-import json
+from functools import partial
 from pathlib import Path
 
 import pytest
 
+import probe_stability as shared
 from perfprobe.model import Metric
 from perfprobe.probes import numa
-from perfprobe.stability import unstable
 from perfprobe.stats import metric, summarize
 
 DATA = Path(__file__).parent / "data"
 RECORDINGS = sorted(DATA.glob("numa_*.json"))
 
 
-def judged(name: str) -> dict[str, Metric]:
-    recording = json.loads((DATA / name).read_text())
-    return dict(numa.judge(recording["raw"]["numa"], recording["host"]).metrics)
+judged = partial(shared.judged, numa)
+broken = partial(shared.broken, numa)
 
-
-def broken(metrics: dict[str, Metric]) -> dict[str, str]:
-    return unstable(metrics, numa.PROBE.relations, numa.PROBE.spread_bound)
-
-
-def planted(metrics: dict[str, Metric], name: str, value: float) -> dict[str, Metric]:
-    return {**metrics, name: dataclasses.replace(metrics[name], value=value)}
+planted = shared.planted
 
 
 def test_latency_and_bandwidth_carry_each_pairs_repeats():
