@@ -25,8 +25,8 @@ def skip_reason() -> str | None:
     if nvcc_path() is None:
         return "no nvcc"
     sys.path.insert(0, str(ROOT))
+    from perfprobe.errors import GpuUnavailable
     from perfprobe.kernels.cuda_runtime import load_cupy
-    from perfprobe.probe import GpuUnavailable
 
     try:
         load_cupy()

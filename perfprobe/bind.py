@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any, Iterable, Iterator, Mapping
 
 from perfprobe import numa_sys
-from perfprobe.config import UsageError
+from perfprobe.errors import BindError, UsageError
 from perfprobe.host.parse import format_cpulist
 from perfprobe.units import format_bytes
 
@@ -30,14 +30,6 @@ from perfprobe.units import format_bytes
 # measured on x86-64). Under strict MPOL_BIND the kernel OOM-kills a process that outgrows its
 # node, without a word: a node with less free than this is refused before binding (exit 2).
 MIN_BOUND_FREE_BYTES = 192 << 20
-
-
-class BindError(Exception):
-    """The binding was set but did not verify (or could not be set): the run must not go on.
-
-    Not a UsageError: the node was valid, the host failed to honour it. The runner measures
-    nothing and reports every probe as `error` with this message (exit 3), so an ops script reading
-    the exit code or the JSON sees a failed node check — never an unbound run passed off as bound."""
 
 
 def _nodes(host: Mapping[str, Any]) -> list[Mapping[str, Any]]:

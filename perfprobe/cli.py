@@ -15,7 +15,8 @@ import typer
 
 from perfprobe import __version__
 from perfprobe.cli_help import PlainArgsCommand
-from perfprobe.config import Knobs, RunConfig, UsageError
+from perfprobe.config import Knobs, RunConfig
+from perfprobe.errors import UsageError
 from perfprobe.report_command import report as report_command
 from perfprobe.units import parse_count, parse_device, parse_size, size_word
 

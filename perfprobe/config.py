@@ -1,10 +1,10 @@
 """The run configuration: one frozen object built by the CLI and read by every probe.
 
-Three things live here so that every probe does them the same way:
+Two things live here so that every probe does them the same way:
 - `Knobs`: the typed per-command options (validated by the CLI before anything runs);
-- `Presets`: a probe's full and `--quick` parameter sets, chosen in one place;
-- `UsageError`: bad input, printed as one line with exit 2.
-Memory budgets live beside this in perfprobe/budget.py.
+- `Presets`: a probe's full and `--quick` parameter sets, chosen in one place.
+Memory budgets live beside this in perfprobe/budget.py; `UsageError` (bad input, one line, exit 2)
+in perfprobe/errors.py.
 """
 
 from __future__ import annotations
@@ -14,10 +14,6 @@ from pathlib import Path
 from typing import Generic, TypeVar
 
 P = TypeVar("P")
-
-
-class UsageError(Exception):
-    """Bad usage or bad input: the CLI prints the message as one line and exits 2."""
 
 
 @dataclass(frozen=True)

@@ -20,25 +20,10 @@ from dataclasses import dataclass
 from typing import Any, Callable, Mapping, Protocol
 
 from perfprobe.config import RunConfig
+from perfprobe.errors import GpuUnavailable, ProbeSkipped
 from perfprobe.host.facts import Facts, numa_nodes
 from perfprobe.model import Assessment
 from perfprobe.stability import SPREAD_BOUND, Relation
-
-
-class ProbeSkipped(Exception):
-    """Raised by `measure` when this host cannot be measured: the result is `skip` with the reason.
-
-    `hint` says what would make it measurable (what to install, what to run), where one exists.
-    """
-
-    def __init__(self, reason: str, hint: str = "") -> None:
-        super().__init__(reason)
-        self.reason = reason
-        self.hint = hint
-
-
-class GpuUnavailable(ProbeSkipped):
-    """No usable GPU (no cupy, no driver, no device): `skip`, or `error` under --require-gpu."""
 
 
 class ProgressTask(Protocol):

@@ -13,7 +13,8 @@ from typing import Annotated, Any, List, Mapping, Optional, Sequence
 
 import typer
 
-from perfprobe.config import RunConfig, UsageError
+from perfprobe.config import RunConfig
+from perfprobe.errors import UsageError
 from perfprobe.model import SCHEMA_VERSION, Curve, Finding, Metric, ProbeResult, Report, Spread, Table, Verdict
 
 

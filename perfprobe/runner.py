@@ -16,11 +16,11 @@ from pathlib import Path
 from typing import Any, Mapping, Sequence
 
 from perfprobe import __version__, confirm, stability
-from perfprobe.bind import BindError
-from perfprobe.config import RunConfig, UsageError
+from perfprobe.config import RunConfig
+from perfprobe.errors import BindError, GpuUnavailable, ProbeSkipped, UsageError
 from perfprobe.host.identity import stamped
 from perfprobe.model import Assessment, Finding, ProbeResult, Report, Verdict
-from perfprobe.probe import GpuUnavailable, Probe, ProbeContext, ProbeSkipped, ProgressFactory
+from perfprobe.probe import Probe, ProbeContext, ProgressFactory
 from perfprobe.process_state import preserved
 from perfprobe.progress import null_progress
 from perfprobe.registry import load_probe

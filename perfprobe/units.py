@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 
-from perfprobe.config import UsageError
+from perfprobe.errors import UsageError
 
 _SIZE = re.compile(r"^\s*(\d+)\s*([kmgtp]?)(i?b)?\s*$", re.IGNORECASE)
 _FACTORS = {"": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30, "t": 1 << 40, "p": 1 << 50}

@@ -25,7 +25,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from perfprobe import cli, runner
-from perfprobe.probe import ProbeSkipped
+from perfprobe.errors import ProbeSkipped
 
 REPO = Path(__file__).resolve().parents[1]
 RECORDING = str(REPO / "tests" / "data" / "all_quick_h200x2.rec.json")

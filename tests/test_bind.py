@@ -13,7 +13,7 @@ import sys
 import pytest
 
 from perfprobe import bind
-from perfprobe.config import UsageError
+from perfprobe.errors import UsageError
 from perfprobe.host import read_host_facts
 
 TWO_NODES_ONE_FENCED = {
@@ -85,12 +85,13 @@ def test_verification_catches_cpus_bound_but_memory_not():
     outcome = _child(
         "import json, os\n"
         "from perfprobe import bind\n"
+        "from perfprobe.errors import BindError\n"
         "from perfprobe.host import read_host_facts\n"
         f"cpus = bind.node_cpus({node}, read_host_facts())\n"
         "os.sched_setaffinity(0, cpus)\n"
         "try:\n"
         f"    bind.verify_binding({node}, cpus); print(json.dumps({{'raised': False}}))\n"
-        "except bind.BindError as exc:\n"
+        "except BindError as exc:\n"
         "    print(json.dumps({'raised': True, 'message': str(exc)}))\n")
     assert outcome["raised"] and "memory policy is default" in outcome["message"]
 

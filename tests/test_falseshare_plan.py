@@ -11,8 +11,9 @@ from hypothesis import strategies as st
 
 from perfprobe.bind import usable_cpus
 from perfprobe.budget import MemoryBudget
-from perfprobe.config import Knobs, RunConfig, UsageError
-from perfprobe.probe import ProbeContext, ProbeSkipped
+from perfprobe.config import Knobs, RunConfig
+from perfprobe.errors import ProbeSkipped, UsageError
+from perfprobe.probe import ProbeContext
 from perfprobe.probes import falseshare
 from perfprobe.probes.falseshare import plan
 from perfprobe.progress import null_progress

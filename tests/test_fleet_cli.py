@@ -9,6 +9,7 @@ import pytest
 
 import fleet_reports as fr
 from cli_invoke import invoke
+from perfprobe.errors import UsageError
 from perfprobe.fleet import healthcheck as hc
 from perfprobe.fleet import hostlist, slurm
 
@@ -147,7 +148,7 @@ def test_policy_overrides_and_bad_policies(tmp_path):
     policy = hc.load_policy(tmp_path / "p.json")
     assert policy.drain_on_warn and policy.regression == 0.5 and policy.ignore == ("memlock",)
     (tmp_path / "bad.json").write_text(json.dumps({"drain_everything": True}))
-    with pytest.raises(hc.UsageError):
+    with pytest.raises(UsageError):
         hc.load_policy(tmp_path / "bad.json")
 
 

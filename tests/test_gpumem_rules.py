@@ -13,7 +13,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from perfprobe.budget import MemoryBudget
-from perfprobe.config import Knobs, RunConfig, UsageError
+from perfprobe.config import Knobs, RunConfig
+from perfprobe.errors import UsageError
 from perfprobe.model import Verdict
 from perfprobe.probes.gpumem import figures, judge, plan, rules
 

@@ -22,7 +22,7 @@ import pytest
 
 import perfprobe.kernels as kernels
 from perfprobe import bind, budget
-from perfprobe.config import UsageError
+from perfprobe.errors import UsageError
 from perfprobe.host import read_host_facts
 from perfprobe.host.parse import CPU_ID_LIMIT, parse_cpulist, parse_cpumask
 from perfprobe.units import parse_device, parse_size

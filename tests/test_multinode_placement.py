@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 
 from perfprobe import bind, numa_sys
-from perfprobe.config import UsageError
+from perfprobe.errors import UsageError
 from perfprobe.host import read_host_facts
 from perfprobe.host.parse import parse_cpulist
 

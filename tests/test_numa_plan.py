@@ -10,7 +10,8 @@ import pytest
 from perfprobe import numa_sys
 from perfprobe.budget import MemoryBudget
 from perfprobe.config import Knobs, RunConfig
-from perfprobe.probe import ProbeContext, ProbeSkipped
+from perfprobe.errors import ProbeSkipped
+from perfprobe.probe import ProbeContext
 from perfprobe.probes import numa
 from perfprobe.probes.numa import plan
 from perfprobe.progress import null_progress

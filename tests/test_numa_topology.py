@@ -15,7 +15,7 @@ import pytest
 
 from conftest import fixture_names
 from perfprobe import bind
-from perfprobe.config import UsageError
+from perfprobe.errors import UsageError
 from perfprobe.host import read_host_facts
 from perfprobe.model import Verdict
 from perfprobe.probes import numa

@@ -13,9 +13,10 @@ import pytest
 
 from perfprobe import runner
 from perfprobe.config import Knobs, RunConfig
+from perfprobe.errors import GpuUnavailable, ProbeSkipped
 from perfprobe.kernels import cuda_runtime, nvml
 from perfprobe.model import Verdict
-from perfprobe.probe import GpuUnavailable, ProbeContext, ProbeSkipped
+from perfprobe.probe import ProbeContext
 from perfprobe.probes import p2p
 from perfprobe.probes.p2p import measure
 from perfprobe.progress import null_progress

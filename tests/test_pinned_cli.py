@@ -10,8 +10,8 @@ import jsonschema
 import pytest
 
 from perfprobe import cli, load_schema, runner
+from perfprobe.errors import GpuUnavailable
 from perfprobe.kernels import cuda_runtime
-from perfprobe.probe import GpuUnavailable
 
 DATA = Path(__file__).parent / "data"
 SCHEMA = load_schema()

@@ -10,7 +10,8 @@ from types import SimpleNamespace
 
 import pytest
 
-from perfprobe.config import Knobs, RunConfig, UsageError
+from perfprobe.config import Knobs, RunConfig
+from perfprobe.errors import UsageError
 from perfprobe.kernels import cuda_runtime
 from perfprobe.model import Verdict
 from perfprobe.probe import ProbeContext

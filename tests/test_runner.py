@@ -8,7 +8,8 @@ import pytest
 
 import fake_probes
 from perfprobe import runner
-from perfprobe.config import RunConfig, UsageError
+from perfprobe.config import RunConfig
+from perfprobe.errors import UsageError
 from perfprobe.model import Verdict
 
 

@@ -4,7 +4,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from perfprobe.config import UsageError
+from perfprobe.errors import UsageError
 from perfprobe.units import format_bytes, parse_device, parse_size
 
 

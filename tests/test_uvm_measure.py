@@ -18,8 +18,9 @@ import pytest
 
 from perfprobe.budget import MemoryBudget
 from perfprobe.config import Knobs, RunConfig
+from perfprobe.errors import GpuUnavailable, ProbeSkipped
 from perfprobe.kernels.uvm_kernels import pattern
-from perfprobe.probe import GpuUnavailable, ProbeContext, ProbeSkipped
+from perfprobe.probe import ProbeContext
 from perfprobe.probes import uvm
 from perfprobe.probes.uvm import measure, plan
 from perfprobe.progress import null_progress

@@ -11,7 +11,7 @@ from collections import Counter
 from typing import Any, Mapping
 
 from perfprobe import __version__
-from perfprobe.config import UsageError
+from perfprobe.errors import UsageError
 from perfprobe.fleet.compare import Figure, report_reference
 from perfprobe.fleet.facts import flat_facts
 from perfprobe.fleet.outliers import spread

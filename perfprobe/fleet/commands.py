@@ -16,7 +16,7 @@ from typing import Annotated, Any, List, Optional
 import typer
 
 from perfprobe.cli_help import PlainArgsCommand
-from perfprobe.config import UsageError
+from perfprobe.errors import UsageError
 from perfprobe.units import parse_count, parse_ratio
 
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print the result as JSON on stdout, nothing else.")]

@@ -19,7 +19,8 @@ from typing import Annotated, Any, Optional
 
 import typer
 
-from perfprobe.config import RunConfig, UsageError
+from perfprobe.config import RunConfig
+from perfprobe.errors import UsageError
 
 DEFAULT_PROBES = "host,cache"
 DEFAULT_STATE = Path("/var/tmp/perfprobe-healthcheck")

@@ -24,7 +24,7 @@ from fnmatch import fnmatchcase
 from pathlib import Path
 from typing import Any, Mapping
 
-from perfprobe.config import UsageError
+from perfprobe.errors import UsageError
 from perfprobe.fleet import metrics as m
 from perfprobe.fleet.baseline import reference
 from perfprobe.fleet.compare import disturbed, judge

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 
-from perfprobe.config import UsageError
+from perfprobe.errors import UsageError
 
 MAX_HOSTS = 100_000
 _PART = re.compile(r"([^,\[]+)(?:\[([^\]]+)\])?([^,\[]*)")

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable, Mapping
 
-from perfprobe.config import UsageError
+from perfprobe.errors import UsageError
 from perfprobe.model import SCHEMA_VERSION, host_name
 
 REPORT_SUFFIXES = (".json", ".jsonl", ".ndjson")

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Sequence
 
-from perfprobe.config import UsageError
+from perfprobe.errors import UsageError
 
 SCONTROL_TIMEOUT_S = 15
 

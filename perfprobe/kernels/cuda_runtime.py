@@ -11,7 +11,7 @@ from __future__ import annotations
 from types import ModuleType
 from typing import Any
 
-from perfprobe.probe import GpuUnavailable
+from perfprobe.errors import GpuUnavailable
 
 CUPY_HINT = "pip install 'perfprobe[gpu]' (CUDA 12) or 'perfprobe[gpu-cuda13]' (CUDA 13 drivers)"
 

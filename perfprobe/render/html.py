@@ -13,7 +13,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Sequence
 
-from perfprobe.config import UsageError
+from perfprobe.errors import UsageError
 from perfprobe.model import Finding, Metric, ProbeResult, Report, Verdict
 from perfprobe.render.html_page import badge, caption, esc, findings_list, host_items, host_line, page, table_html
 

@@ -14,7 +14,7 @@ import tempfile
 from pathlib import Path
 from typing import Any, Callable, Mapping
 
-from perfprobe.config import UsageError
+from perfprobe.errors import UsageError
 
 OPTIONS = ("output", "record", "prom", "junit", "html")
 

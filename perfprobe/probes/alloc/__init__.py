@@ -12,7 +12,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Mapping
 
-from perfprobe.config import RunConfig, UsageError
+from perfprobe.config import RunConfig
+from perfprobe.errors import UsageError
 from perfprobe.host.facts import Facts
 from perfprobe.model import Assessment
 from perfprobe.probe import Probe, PythonModule

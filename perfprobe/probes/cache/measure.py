@@ -15,7 +15,8 @@ import numpy as np
 
 from perfprobe.bind import usable_cpus
 from perfprobe.budget import host_memory_budget
-from perfprobe.probe import ProbeContext, ProbeSkipped
+from perfprobe.errors import ProbeSkipped
+from perfprobe.probe import ProbeContext
 from perfprobe.probes.cache import timing as m
 from perfprobe.probes.cache.background import BackgroundMeter
 from perfprobe.probes.cache.buffers import huge_fraction, page_buffer

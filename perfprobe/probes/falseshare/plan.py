@@ -10,7 +10,8 @@ from dataclasses import dataclass
 from typing import Sequence
 
 from perfprobe.budget import MemoryBudget
-from perfprobe.config import Knobs, Presets, UsageError
+from perfprobe.config import Knobs, Presets
+from perfprobe.errors import UsageError
 from perfprobe.placement import cpu_cores as cpu_cores  # the one placement (perfprobe/placement.py)
 from perfprobe.placement import placement_order as placement_order
 from perfprobe.placement import shared_cores as shared_cores

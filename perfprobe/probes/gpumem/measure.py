@@ -10,10 +10,11 @@ from typing import Any
 import numpy as np
 
 from perfprobe.budget import gpu_memory_budget
+from perfprobe.errors import ProbeSkipped
 from perfprobe.kernels import cuda_runtime
 from perfprobe.kernels import gpumem_kernels as gk
 from perfprobe.kernels import transfer_kernels as tk
-from perfprobe.probe import ProbeContext, ProbeSkipped
+from perfprobe.probe import ProbeContext
 from perfprobe.probes.gpumem import plan
 from perfprobe.probes.gpumem.plan import PRESETS, Preset
 

@@ -9,7 +9,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from perfprobe.budget import MemoryBudget
-from perfprobe.config import Presets, RunConfig, UsageError
+from perfprobe.config import Presets, RunConfig
+from perfprobe.errors import UsageError
 from perfprobe.host.facts import Facts
 
 MIN_SIZE = 16 << 20

@@ -11,9 +11,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Mapping
 
+from perfprobe.errors import ProbeSkipped
 from perfprobe.host.facts import Facts
 from perfprobe.model import Assessment
-from perfprobe.probe import Probe, ProbeContext, ProbeSkipped
+from perfprobe.probe import Probe, ProbeContext
 from perfprobe.probes.numa import rules, tables
 from perfprobe.probes.numa.figures import pair_figures, typed
 from perfprobe.probes.numa.plan import cpu_and_memory_nodes

@@ -11,7 +11,8 @@ from dataclasses import dataclass
 from itertools import combinations
 
 from perfprobe.budget import MemoryBudget
-from perfprobe.config import Presets, RunConfig, UsageError
+from perfprobe.config import Presets, RunConfig
+from perfprobe.errors import UsageError
 from perfprobe.host.facts import Facts
 
 MIN_SIZE = 1 << 20

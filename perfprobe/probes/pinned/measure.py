@@ -7,11 +7,12 @@ import time
 from typing import Any
 
 from perfprobe.budget import gpu_memory_budget, host_memory_budget
+from perfprobe.errors import ProbeSkipped
 from perfprobe.host.pci import gpu_link
 from perfprobe.host.sysroot import SysRoot
 from perfprobe.kernels import cuda_runtime, nvml
 from perfprobe.kernels import transfer_kernels as tk
-from perfprobe.probe import ProbeContext, ProbeSkipped
+from perfprobe.probe import ProbeContext
 from perfprobe.probes.pinned import plan
 from perfprobe.probes.pinned.plan import PRESETS, Preset
 

@@ -8,10 +8,11 @@ from typing import Any, Callable
 import numpy as np
 
 from perfprobe.budget import gpu_memory_budget, host_memory_budget
+from perfprobe.errors import ProbeSkipped
 from perfprobe.kernels import cuda_runtime, nvml
 from perfprobe.kernels import streams_kernels as sk
 from perfprobe.kernels import transfer_kernels as tk
-from perfprobe.probe import ProbeContext, ProbeSkipped
+from perfprobe.probe import ProbeContext
 from perfprobe.probes.streams import plan
 from perfprobe.probes.streams.figures import best_config
 from perfprobe.probes.streams.plan import PRESETS, Preset

@@ -8,7 +8,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from perfprobe.budget import MemoryBudget
-from perfprobe.config import Presets, RunConfig, UsageError
+from perfprobe.config import Presets, RunConfig
+from perfprobe.errors import UsageError
 from perfprobe.host.facts import Facts
 
 DEFAULT_SIZE, QUICK_SIZE, MIN_SIZE = 1 << 30, 256 << 20, 4 << 20

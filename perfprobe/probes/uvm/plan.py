@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 from perfprobe.budget import MemoryBudget
 from perfprobe.config import Knobs, Presets
-from perfprobe.probe import ProbeSkipped
+from perfprobe.errors import ProbeSkipped
 
 DEFAULT_SIZE = 4 << 30
 QUICK_SIZE = 256 << 20
