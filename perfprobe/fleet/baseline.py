@@ -16,6 +16,8 @@ from perfprobe.fleet.compare import Figure, report_reference
 from perfprobe.fleet.facts import flat_facts
 from perfprobe.fleet.outliers import spread
 from perfprobe.fleet.peers import Fleet, Group
+from perfprobe.fleet.reports import BASELINE_KEY as KEY
+from perfprobe.fleet.reports import is_baseline as is_baseline  # commands.py, health_command.py: bl.is_baseline
 from perfprobe.fleet.reports import numeric_metrics, verdicts
 from perfprobe.fleet.signature import differences, label, same_hardware, signature
 from perfprobe.host.identity import run_time_utc
@@ -24,11 +26,6 @@ BASELINE_VERSION = 2
 """2: each metric keeps its hosts' values (`values`) and their repeats pooled (`samples`, at most
 POOLED a metric), which compare and the health check test a report's repeats against."""
 POOLED = 256
-KEY = "perfprobe_baseline"
-
-
-def is_baseline(data: Any) -> bool:
-    return isinstance(data, dict) and KEY in data
 
 
 def build(fleet: Fleet) -> dict[str, Any]:

@@ -14,6 +14,15 @@ from typing import Any, Iterable, Mapping
 from perfprobe.errors import UsageError
 from perfprobe.model import SCHEMA_VERSION, host_name
 
+BASELINE_KEY = "perfprobe_baseline"
+"""The key that marks a baseline file (fleet --baseline-out; its version is the value). Here, not in
+baseline.py, so that loading reports needs nothing of baseline.py, which imports this module."""
+
+
+def is_baseline(data: Any) -> bool:
+    return isinstance(data, dict) and BASELINE_KEY in data
+
+
 REPORT_SUFFIXES = (".json", ".jsonl", ".ndjson")
 
 
@@ -107,8 +116,6 @@ def _load_text(text: str, source: str, inputs: Inputs) -> None:
 
 
 def _add(data: Any, source: str, inputs: Inputs) -> None:
-    from perfprobe.fleet.baseline import is_baseline
-
     if is_baseline(data):
         inputs.baselines.append(Loaded(source, data))
         return
