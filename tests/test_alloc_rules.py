@@ -62,6 +62,12 @@ def test_recorded_quiet_enough_run_passes():
     assert _verdicts(raw, host) == {Verdict.PASS}
 
 
+def test_the_busy_recordings_are_found():
+    """The test below runs once per busy recording: an empty selection would make it one skip, passing."""
+    assert {p.name for p in BUSY} >= {"alloc_h200_16c_full.json", "alloc_kvm2c_busy_full.json",
+                                      "alloc_kvm2c_busy_quick.json"}, f"alloc_*.json under {DATA}"
+
+
 @pytest.mark.parametrize("path", BUSY, ids=lambda p: p.name)
 def test_recorded_busy_runs_name_the_load_and_hold_the_warns_back(path):
     """Issue 12 item 4: a busy host is named (a note), and the warns load can produce are held back."""

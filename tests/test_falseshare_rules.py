@@ -158,6 +158,14 @@ def test_tables_per_kind_and_a_symmetric_core_matrix():
     assert cores.rows == (("CPU 0", None, 80.0), ("CPU 1", 80.0, None))
 
 
+def test_the_recordings_are_found():
+    """The test below runs once per recording: an empty glob would make it one skip, passing."""
+    assert {p.name for p in RECORDINGS} >= {
+        "falseshare_h200_quick_45pct_synthetic.json", "falseshare_h200_quick_r1.json", "falseshare_h200_quick_r2.json",
+        "falseshare_kvm_2cpu.json", "falseshare_kvm_2cpu_busy.json", "falseshare_zen4_busy_synthetic.json",
+    }, f"falseshare_*.json under {DATA}"
+
+
 @pytest.mark.parametrize("path", RECORDINGS, ids=[p.stem for p in RECORDINGS])
 def test_recorded_hosts_are_judged_with_every_metric(path):
     recording = json.loads(path.read_text())
