@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-k = pytest.importorskip("perfprobe.kernels.cache_kernels")
+from perfprobe.kernels import cache_kernels as k
 
 
 def _order(buf: np.ndarray, line_words: int, count: int) -> list[int]:

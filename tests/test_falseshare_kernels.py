@@ -9,10 +9,10 @@ import pytest
 
 from perfprobe.config import Knobs, RunConfig
 from perfprobe.host import read_host_facts
+from perfprobe.kernels import falseshare_kernels as kernels
 from perfprobe.probe import ProbeContext
 from perfprobe.progress import null_progress
 
-kernels = pytest.importorskip("perfprobe.kernels.falseshare_kernels")
 CPUS = sorted(os.sched_getaffinity(0))[:2]
 two_cpus = pytest.mark.skipif(len(CPUS) < 2, reason="needs 2 usable CPUs")
 
