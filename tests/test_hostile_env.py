@@ -161,9 +161,10 @@ def test_damaged_tree_under_a_memory_limit_is_no_traceback(tmp_path):
         resource.setrlimit(resource.RLIMIT_AS, (2_000_000_000, resource.RLIM_INFINITY))
 
     proc = perfprobe("host", "--fsroot", str(tree), "--json", preexec=limit, timeout=60)
-    assert proc.returncode in (0, 1), proc.stderr[-500:]
+    assert proc.returncode == 1, proc.stderr[-500:]  # warn: CPU 0 is in no NUMA node, node 0's distances unknown
     assert "Traceback" not in proc.stderr and "MemoryError" not in proc.stderr
-    assert json.loads(proc.stdout)["results"][0]["probe"] == "host"
+    result = json.loads(proc.stdout)["results"][0]
+    assert result["probe"] == "host" and result["verdict"] == "warn"
 
 
 # 4. --record to an unwritable path: one line, exit 2, before anything runs.
@@ -183,9 +184,9 @@ def _numbers(text: str) -> set[str]:
 
 def test_narrow_terminal_keeps_every_number_whole():
     code, wide = on_terminal("cache", "--replay", str(RECORDING), columns=160, env={"NO_COLOR": "1"})
-    assert code in (0, 1)
+    assert code == 0  # the recorded cache run passes
     code, narrow = on_terminal("cache", "--replay", str(RECORDING), columns=50, env={"NO_COLOR": "1"})
-    assert code in (0, 1)
+    assert code == 0
     table_part = narrow.split("Load latency")[0]
     assert not re.search(r"\d…", table_part), "a number was cut with an ellipsis"
     cache_levels = wide.split("Cache levels")[1].split("Access pattern")[0]
@@ -225,13 +226,13 @@ def test_gpu_index_that_cannot_exist_is_exit_2():
 
 
 def test_unknown_gpu_count_is_said_in_the_skip_reason():
+    # No CUDA device is visible on any host (CUDA_VISIBLE_DEVICES=""): cupy is missing or counts
+    # none, so the device count is unknown, --device 7 cannot be refused and the probe skips, saying so.
     proc = perfprobe("pinned", "--device", "7", "--json", env={"CUDA_VISIBLE_DEVICES": ""})
-    if proc.returncode == 2:  # a host with GPUs: 7 is past its count, said in one line
-        assert "--device 7" in proc.stderr
-        return
+    assert proc.returncode == 0, proc.stderr[-500:]
     result = json.loads(proc.stdout)["results"][0]
-    if result["verdict"] == "skip":
-        assert "GPU 7" in result["summary"] and "cannot be known" in result["summary"]
+    assert result["verdict"] == "skip", result
+    assert "GPU 7" in result["summary"] and "cannot be known" in result["summary"]
 
 
 # 9. Unknown reads one word, never Python's None.
@@ -245,7 +246,7 @@ def test_captured_tree_tables_never_show_none(tmp_path):
 
 def test_no_color_on_a_terminal_prints_no_escape():
     code, drawn = on_terminal("cache", "--replay", str(RECORDING), columns=120, env={"NO_COLOR": "1"})
-    assert code in (0, 1) and "L1" in drawn
+    assert code == 0 and "L1" in drawn  # the recorded cache run passes
     assert ESC not in drawn
 
 
