@@ -89,7 +89,9 @@ def test_compare_of_mixed_hardware_is_exit_2_unless_asked(tmp_path, capsys):
     code, _, err = invoke(["compare", str(tmp_path / "a.json"), str(tmp_path / "b.json")], capsys)
     assert code == 2 and "different hardware" in one_error_line(err)
     code, out, _ = invoke(["compare", str(tmp_path / "a.json"), str(tmp_path / "b.json"), "--mixed"], capsys)
-    assert code in (0, 1) and "compared anyway" in out
+    # exit 0: both are quick runs, 3 repeats a figure, too few to test (stability.MIN_REPEATS), so
+    # the changes are shown untested and none counts as a regression
+    assert code == 0 and "compared anyway" in out
 
 
 def test_fleet_of_an_empty_folder_is_exit_2(tmp_path, capsys):
