@@ -29,13 +29,12 @@ REQUIRED = ["latency_ns.L1", "latency_ns.L2", "latency_ns.L3", "latency_ns.DRAM"
 # beside 27) cannot be right, and are left out; the quick one's L2 read (3.3 beside 59) likewise.
 LEFT_OUT = {"cache_kvm2c_full.json": {"read_gbs.L1.all", "triad_gbs.L1.all", "triad_gbs.L2.all"},
             "cache_kvm2c_quick.json": {"read_gbs.L2.all"}, "cache_synthetic_healthy.json": set()}
-# Both KVM recordings warned on DRAM latency (and the quick one on all threads below one), but their
-# figures break the cache's relations (all threads slower than one thread at L2/L3/DRAM, L2 read
-# slower than L3): timing-based warns of such a run are held back (issue 25), and they pass.
-EXIT = {"cache_kvm2c_full.json": 0, "cache_kvm2c_quick.json": 0, "cache_synthetic_healthy.json": 0}
-HELD_BACK = {"cache_kvm2c_full.json": ["DRAM random latency"],
-             "cache_kvm2c_quick.json": ["DRAM random latency", "All threads read DRAM"],
-             "cache_synthetic_healthy.json": []}
+# Both KVM recordings warn on DRAM latency (and the quick one on all threads below one). Some of
+# their L2 figures break the cache's relations and are marked unstable, but those warns rest on
+# DRAM figures (Probe.rests_on), which are not: they stand, as before issue 25.
+EXIT = {"cache_kvm2c_full.json": 1, "cache_kvm2c_quick.json": 1, "cache_synthetic_healthy.json": 0}
+HELD_BACK: dict[str, list[str]] = {"cache_kvm2c_full.json": [], "cache_kvm2c_quick.json": [],
+                                   "cache_synthetic_healthy.json": []}
 
 
 def _load(name: str) -> tuple[dict, dict]:
