@@ -37,9 +37,11 @@ DYNLOAD_DROP = ("_tkinter", "_test", "xxlimited", "_xxtestfuzz", "_ctypes_test",
 SITE_DROP = {"pip", "setuptools", "pkg_resources", "_distutils_hack", "distutils-precedence.pth"}
 # GPU and other heavy packages a venv may hold that nothing in a CPU-only guest imports: the HTML
 # renderer's plotly, the browser test's selenium, the linters (mypy's compiled part is a 36 MB .so
-# named by hash, hence "*__mypyc"). With them the initrd grew past what a 768 MiB guest can unpack.
+# named by hash, hence "*__mypyc"), and scipy (143 MB: only compare's U test imports it, inside the
+# function, and no guest compares). With them the initrd grew past what a 768 MiB guest can unpack
+# (scipy alone made the small-nodes and broken-membind guests fail: "Initramfs unpacking failed").
 SITE_DROP_PREFIXES = ("cupy", "nvidia", "fastrlock", "torch", "triton", "__editable__", "plotly", "selenium",
-                      "mypy", "ruff", "narwhals", "trio")
+                      "mypy", "ruff", "narwhals", "trio", "scipy")
 # Loaded through ctypes/dlopen, so ldd on the extension modules does not list them.
 DLOPENED = ("libnuma.so.1", "libgcc_s.so.1")
 
