@@ -20,6 +20,9 @@ from perfprobe.model import Finding, Verdict
 
 SECOND_RAW = "confirmation_raw"
 """Where the runner keeps the re-measured raw numbers inside the recorded raw (replay judges them)."""
+NOT_CONFIRMED = "not confirmed on a re-measurement"
+HELD_BACK = "held back ("
+"""How the two kinds of note begin: stability.disturbance counts them by these prefixes."""
 NOT_CONFIRMED_ADVICE = ("seen once, not on a second measurement: a transient (other work, one noisy "
                         "sweep), not a fault of this host; rerun if it matters")
 
@@ -52,7 +55,7 @@ def _judged_again(finding: Finding, second: Sequence[Finding]) -> Finding:
     if agreed:
         return replace(finding, confirmation=record)
     then = again.message if again is not None else "no such finding"
-    return Finding(Verdict.PASS, f"not confirmed on a re-measurement: {finding.message.rstrip('.')} then {then}",
+    return Finding(Verdict.PASS, f"{NOT_CONFIRMED}: {finding.message.rstrip('.')} then {then}",
                    NOT_CONFIRMED_ADVICE, confirm=finding.confirm, figure=finding.figure,
                    confirmation=record)
 
@@ -63,4 +66,4 @@ def held_back(finding: Finding, why: str) -> Finding:
     busy-host and shared-GPU rules say WHY."""
     if finding.verdict is not Verdict.WARN:
         return finding
-    return Finding(Verdict.PASS, f"held back ({why}): {finding.message}", finding.advice, figure=finding.figure)
+    return Finding(Verdict.PASS, f"{HELD_BACK}{why}): {finding.message}", finding.advice, figure=finding.figure)

@@ -173,9 +173,9 @@ class Report:
     duration_s: float = 0.0
     schema_version: int = SCHEMA_VERSION
     disturbance: Mapping[str, Any] = field(default_factory=dict)
-    """How disturbed the run was (host/load.py: load before it, CPU time stolen by the hypervisor
-    during it) and what that did (hold-backs, unstable figures): compare calls no regression from a
-    disturbed run (fleet/disturbance.py)."""
+    """How disturbed the run was (host/load.py: CPU time the hypervisor stole and other processes
+    used during it) and what that did (hold-backs, unstable figures; stability.disturbance): compare
+    calls no regression from a disturbed run."""
 
     @property
     def verdict(self) -> Verdict:

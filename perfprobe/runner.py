@@ -7,8 +7,10 @@ probe's `error` result, and the other probes still run and report.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import importlib
 import json
+import os
 import sys
 import time
 import traceback
@@ -90,7 +92,6 @@ class _LoadWatch:
     """The host's CPU ticks and this process's CPU time at the start of a live run (host/load.py):
     at the end, how much the hypervisor stole and how much other processes used."""
 
-    root: Path | None
     ticks: Any
     own_cpu_s: float
 
@@ -101,11 +102,9 @@ class _LoadWatch:
         from perfprobe.host.load import cpu_times
         from perfprobe.host.sysroot import SysRoot
 
-        return cls(None, cpu_times(SysRoot(None)), _own_cpu_s())
+        return cls(cpu_times(SysRoot(None)), _own_cpu_s())
 
     def stop(self, host: Mapping[str, Any]) -> dict[str, Any]:
-        import os
-
         from perfprobe.host.load import cpu_times, others_fraction, steal_fraction
         from perfprobe.host.sysroot import SysRoot
 
@@ -124,8 +123,6 @@ class _LoadWatch:
 
 def _own_cpu_s() -> float:
     """This process's CPU time, its threads and reaped children included (ipc's worker processes)."""
-    import os
-
     times = os.times()
     return times.user + times.system + times.children_user + times.children_system
 
@@ -178,6 +175,7 @@ def _stable(probe: Probe, ctx: ProbeContext, raw: dict[str, Any], first: Assessm
     found = stability.unstable(first.metrics, probe.relations, probe.spread_bound)
     if not found:
         return first
+    mark = functools.partial(stability.marked, rests_on=probe.rests_on)
     second_raw = raw.get(stability.SECOND_RAW)
     if second_raw is None and not replaying:
         try:
@@ -189,15 +187,15 @@ def _stable(probe: Probe, ctx: ProbeContext, raw: dict[str, Any], first: Assessm
         if second_raw is not None:
             raw[stability.SECOND_RAW] = second_raw
     if second_raw is None:
-        return stability.marked(first, found, remeasured=False, rests_on=probe.rests_on)
+        return mark(first, found, remeasured=False)
     try:
         second = _judged(probe, ctx, second_raw, replaying)
     except Exception:  # noqa: BLE001 - numbers that cannot be judged: the first stands, marked
-        return stability.marked(first, found, remeasured=True, rests_on=probe.rests_on)
+        return mark(first, found, remeasured=True)
     found_again = stability.unstable(second.metrics, probe.relations, probe.spread_bound)
     if len(found_again) < len(found):
-        return stability.marked(second, found_again, remeasured=True, rests_on=probe.rests_on)
-    return stability.marked(first, found, remeasured=True, rests_on=probe.rests_on)
+        return mark(second, found_again, remeasured=True)
+    return mark(first, found, remeasured=True)
 
 
 def _confirmed(probe: Probe, ctx: ProbeContext, raw: dict[str, Any], first: Assessment,

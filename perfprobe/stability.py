@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from fnmatch import fnmatchcase
 from typing import Mapping, Sequence, Union
 
-from perfprobe.confirm import held_back
+from perfprobe.confirm import HELD_BACK, NOT_CONFIRMED, held_back
 from perfprobe.model import Assessment, Finding, Metric, Verdict
 
 SPREAD_BOUND = 0.10
@@ -29,6 +29,9 @@ MIN_REPEATS = 5
 to its nearer neighbour, and on a quiet 2-vCPU guest half the quick runs had a 3-repeat figure past
 the bound with nothing wrong (cache, 8 of 16). The key figures keep at least five repeats; the
 relations still check every figure."""
+UNSTABLE_FIGURES = "unstable figures"
+"""The reason of a warn held back because a figure it rests on is unstable (not load: disturbance
+leaves these out)."""
 SECOND_RAW = "instability_raw"
 """Where the runner keeps the second measurement's raw numbers (replay judges them again)."""
 
@@ -134,7 +137,7 @@ def _held_if_unstable(finding: Finding, found: Mapping[str, str],
         return finding
     patterns = [p for key in finding.confirm for p in rests_on.get(key, ("*",))] if rests_on else ["*"]
     under = sorted(name for name in found if any(fnmatchcase(name, p) for p in patterns))
-    return held_back(finding, f"unstable figures: {', '.join(under)}") if under else finding
+    return held_back(finding, f"{UNSTABLE_FIGURES}: {', '.join(under)}") if under else finding
 
 
 def _number(metric: Metric | None) -> float | None:
@@ -147,8 +150,6 @@ STEAL_LIMIT = 0.05
 """A run that lost more than 5% of its CPU time to the hypervisor is disturbed."""
 OTHERS_LIMIT = 0.25
 """A run during which other processes used more than a quarter of the host's CPU time is disturbed."""
-HELD_BACK = "held back ("
-NOT_CONFIRMED = "not confirmed on a re-measurement"
 
 
 def disturbance(results: Sequence[tuple[str, Sequence[Finding], Mapping[str, Metric]]],
@@ -159,7 +160,7 @@ def disturbance(results: Sequence[tuple[str, Sequence[Finding], Mapping[str, Met
     hold-back says the probe itself saw the load; an unstable figure is left out on its own and
     does not disturb the rest; a warn not confirmed on a re-measurement was a transient, counted."""
     held = [key for key, findings, _ in results for f in findings
-            if f.message.startswith(HELD_BACK) and not f.message.startswith(f"{HELD_BACK}unstable figures")]
+            if f.message.startswith(HELD_BACK) and not f.message.startswith(HELD_BACK + UNSTABLE_FIGURES)]
     unconfirmed = sum(f.message.startswith(NOT_CONFIRMED) for _, findings, _ in results for f in findings)
     unstable_count = sum(bool(m.unstable) for _, _, metrics in results for m in metrics.values())
     steal, others = measured.get("steal_fraction"), measured.get("others_fraction")

@@ -37,8 +37,7 @@ def summarize(samples: Sequence[float]) -> Stat:
     values = [float(s) for s in samples]
     ordered = sorted(values)
     median = statistics.median(ordered)
-    kept = values if len(values) <= MAX_SAMPLES else [
-        ordered[round(i * (len(ordered) - 1) / (MAX_SAMPLES - 1))] for i in range(MAX_SAMPLES)]
+    kept = values if len(values) <= MAX_SAMPLES else thinned(ordered, MAX_SAMPLES)
     return {
         "median": median,
         "min": ordered[0],
@@ -48,6 +47,14 @@ def summarize(samples: Sequence[float]) -> Stat:
         "repeats": len(ordered),
         "samples": [float(f"{v:.6g}") for v in kept],
     }
+
+
+def thinned(ordered: Sequence[float], most: int) -> list[float]:
+    """At most `most` of already sorted values: all of them, or `most` evenly spaced order
+    statistics (the first and last kept), so a long sample keeps its shape in a short list."""
+    if len(ordered) <= most:
+        return list(ordered)
+    return [ordered[round(i * (len(ordered) - 1) / (most - 1))] for i in range(most)]
 
 
 def spread_of(summary: Mapping[str, Any], scale: float = 1.0) -> Spread | None:

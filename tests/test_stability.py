@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from perfprobe import stability
-from perfprobe.host.load import CpuTimes, cpu_times, load_average, others_fraction, steal_fraction
+from perfprobe.host.load import CpuTimes, cpu_times, others_fraction, steal_fraction
 from perfprobe.host.sysroot import SysRoot
 from perfprobe.model import Assessment, Finding, Metric, Spread, Verdict
 
@@ -77,16 +77,14 @@ def test_disturbance_names_steal_other_processes_and_hold_backs():
 
 def test_load_readers_on_a_tree(tmp_path):
     (tmp_path / "proc").mkdir()
-    (tmp_path / "proc" / "loadavg").write_text("0.52 0.40 0.30 1/123 4567\n")
     (tmp_path / "proc" / "stat").write_text("cpu  100 0 50 800 10 0 0 40 0 0\ncpu0 1 2 3\n")
     sr = SysRoot(tmp_path)
-    assert load_average(sr) == 0.52
     assert cpu_times(sr) == CpuTimes(total=1000, busy=150, steal=40)
 
 
 def test_load_readers_say_none_where_unreadable(tmp_path):
     sr = SysRoot(tmp_path)
-    assert load_average(sr) is None and cpu_times(sr) is None
+    assert cpu_times(sr) is None
 
 
 def test_steal_and_others_fractions():

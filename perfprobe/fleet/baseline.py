@@ -21,6 +21,7 @@ from perfprobe.fleet.reports import is_baseline as is_baseline  # commands.py, h
 from perfprobe.fleet.reports import numeric_metrics, verdicts
 from perfprobe.fleet.signature import differences, label, same_hardware, signature
 from perfprobe.host.identity import run_time_utc
+from perfprobe.stats import thinned
 
 BASELINE_VERSION = 2
 """2: each metric keeps its hosts' values (`values`) and their repeats pooled (`samples`, at most
@@ -50,19 +51,11 @@ def _group(group: Group) -> dict[str, Any]:
     return {
         "label": group.label, "signature": group.signature, "hosts": list(group.hosts),
         "metrics": {key: {"median": s.median, "mad": s.mad, "n": s.n, "unit": units[key],
-                          "values": sorted(values[key]), "samples": _thinned(pooled[key])}
+                          "values": sorted(values[key]), "samples": thinned(sorted(pooled[key]), POOLED)}
                     for key, s in stats.items()},
         "facts": _majority([flat_facts(r.get("host") or {}) for r in group.reports.values()]),
         "verdicts": _majority([verdicts(r) for r in group.reports.values()]),
     }
-
-
-def _thinned(samples: list[float]) -> list[float]:
-    """At most POOLED of the pooled repeats, evenly spaced order statistics past that."""
-    ordered = sorted(samples)
-    if len(ordered) <= POOLED:
-        return ordered
-    return [ordered[round(i * (len(ordered) - 1) / (POOLED - 1))] for i in range(POOLED)]
 
 
 def _majority(rows: list[dict[str, str]]) -> dict[str, str]:

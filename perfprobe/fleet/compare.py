@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import math
 import statistics
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Mapping, Sequence
 
 from perfprobe.fleet import metrics as m
@@ -186,8 +186,6 @@ def probe_advice(report: Mapping[str, Any]) -> dict[str, str]:
 
 
 def _not_called(change: Change) -> Change:
-    from dataclasses import replace
-
     return replace(change, kind="not called (disturbed run)", advice="")
 
 

@@ -7,8 +7,8 @@ of the `Policy` fields):
 - a host fact that differs from the baseline drains for the facts in `facts` (usable and online
   CPUs, GPU count and links, NUMA nodes, the locked-memory limit, huge pages);
 - a key metric worse than the baseline's median by more than max(`regression`, 3 of the baseline
-  hosts' spreads), with a Mann–Whitney test of its repeats against the baseline hosts' values
-  significant (compare.judge), drains if a re-measurement of that probe shows it again (a timing is
+  hosts' spreads), with a Mann–Whitney test of its repeats against the baseline hosts' pooled
+  repeats significant (compare.judge), drains if a re-measurement of that probe shows it again (a timing is
   confirmed before it drains; this costs time only when something looks wrong); a figure the run
   marked unstable never drains, and a run that marked itself disturbed drains on no metric;
 - a `warn` does not drain (`drain_on_warn: false`): warnings are what perfprobe says of a host's

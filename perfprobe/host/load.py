@@ -1,6 +1,6 @@
-"""How disturbed a run was: the load average before it and the CPU time the hypervisor stole during
-it (/proc/loadavg, /proc/stat's aggregate `cpu` line), read through the root-aware reader so tests
-point it at captured trees. Reading measures nothing and never raises: None where unreadable."""
+"""How disturbed a run was: the CPU time the hypervisor stole and other processes used during it
+(/proc/stat's aggregate `cpu` line), read through the root-aware reader so tests point it at
+captured trees. Reading measures nothing and never raises: None where unreadable."""
 
 from __future__ import annotations
 
@@ -25,15 +25,6 @@ class CpuTimes:
     total: int
     busy: int
     steal: int
-
-
-def load_average(sr: SysRoot) -> float | None:
-    """The 1-minute load average, or None."""
-    words = (sr.read_text("proc/loadavg") or "").split()
-    try:
-        return float(words[0])
-    except (IndexError, ValueError):
-        return None
 
 
 def cpu_times(sr: SysRoot) -> CpuTimes | None:
