@@ -294,11 +294,11 @@ def replay(recording: Path, probe: str, device: int | None, out: Path) -> dict[s
 
 def metric_of(report: Mapping[str, Any], key: str) -> dict[str, Any] | None:
     """The metric dict ({"value", "unit", "stats", "unstable"}) of 'record:metric' in a report."""
+    from perfprobe.fleet.reports import result_key
+
     record, _, name = key.partition(":")
     for result in report.get("results") or []:
-        device = result.get("device")
-        where = result.get("probe") if device is None else f"{result.get('probe')}[{device}]"
-        if where == record:
+        if result_key(result) == record:
             found = (result.get("metrics") or {}).get(name)
             return found if isinstance(found, dict) else None
     return None
