@@ -47,7 +47,6 @@ class PlanRaw(TypedDict, total=False):
     llc_reported: bool
     l1_bytes: int
     compare_pages: bool
-    all_threads_s: float
     bulk_repeats: int
     dram_bytes: Optional[int]
     """The set DRAM latency is read at (2x the LLC, both presets); absent in older recordings."""

@@ -34,7 +34,7 @@ class Effort:
     min_points: int            # shortest run of points that counts as a level
     repeats: int               # timed runs of a key figure (latency curve, DRAM read 1t/all)
     bulk_repeats: int          # timed runs of every other figure
-    run_s: float               # seconds per timed run of the other figures (key: see Plan.key_run_s)
+    run_s: float               # seconds per timed run of the other figures (key: see Plan.key_share)
     compare_pages: bool        # time the largest set again in 4 KiB pages
 
 
