@@ -9,7 +9,7 @@ its statistics (`model.Spread`) into the JSON.
 from __future__ import annotations
 
 import statistics
-from typing import Any, Literal, Mapping, Sequence, TypedDict
+from typing import Any, Callable, Literal, Mapping, Sequence, TypedDict
 
 from perfprobe.model import Metric, Spread
 
@@ -73,6 +73,20 @@ def spread_of(summary: Mapping[str, Any], scale: float = 1.0) -> Spread | None:
                   min=min(low, high), max=max(low, high),
                   mad=None if mad is None else abs(float(mad) * scale),
                   iqr=None if iqr is None else abs(float(iqr) * scale), samples=samples)
+
+
+def rate_stat(time: Mapping[str, Any], rate: Callable[[float], float], median: float) -> Stat:
+    """A time's summary turned into the rate each repeat reached (`rate`: falling with time, so the
+    slowest repeat gives the min), its median the figure as computed from the median time
+    (`median`); repeats that took no time at all have no rate and are left out of the samples."""
+    samples = [rate(float(t)) for t in time.get("samples") or () if t]
+    out: Stat = {"median": median, "min": rate(float(time["max"])), "max": rate(float(time["min"])),
+                 "repeats": int(time.get("repeats") or len(samples) or 1)}
+    if samples:
+        whole = summarize(samples)
+        out["iqr"], out["samples"] = whole["iqr"], whole["samples"]
+        out["mad"] = statistics.median(abs(s - median) for s in samples)
+    return out
 
 
 def metric(summary: Mapping[str, Any], unit: str, digits: int = 2, scale: float = 1.0,

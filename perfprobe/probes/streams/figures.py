@@ -12,10 +12,9 @@ Efficiency = ideal / measured.
 
 from __future__ import annotations
 
-import statistics
-from typing import Any, Callable, Mapping
+from typing import Any, Mapping
 
-from perfprobe.stats import Stat, summarize
+from perfprobe.stats import Stat, rate_stat
 
 Raw = Mapping[str, Any]
 
@@ -97,19 +96,6 @@ def both_gbs_stat(raw: Raw) -> Stat | None:
         return None
     nbytes = int(raw["elements"]) * 4
     return rate_stat(stat, lambda ms: 2 * nbytes / (ms * 1e-3) / 1e9, float(raw["both_gbs"]))
-
-
-def rate_stat(time: Mapping[str, Any], rate: Callable[[float], float], median: float) -> Stat:
-    """A time's summary turned into the rate each repeat reached (`rate`: falling with time), its
-    median the figure as computed from the median time (`median`)."""
-    samples = [rate(float(t)) for t in time.get("samples") or ()]
-    out: Stat = {"median": median, "min": rate(float(time["max"])), "max": rate(float(time["min"])),
-                 "repeats": int(time.get("repeats") or len(samples) or 1)}
-    if samples:
-        whole = summarize(samples)
-        out["iqr"], out["samples"] = whole["iqr"], whole["samples"]
-        out["mad"] = statistics.median(abs(s - median) for s in samples)
-    return out
 
 
 def copy_engines(raw: Raw) -> int:

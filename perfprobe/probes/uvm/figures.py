@@ -6,10 +6,9 @@ on any host give the same findings and the same tables.
 
 from __future__ import annotations
 
-import statistics
 from typing import Any, Mapping
 
-from perfprobe.stats import Stat, summarize
+from perfprobe.stats import Stat, rate_stat
 
 Raw = Mapping[str, Any]
 
@@ -58,14 +57,7 @@ def gbs_stat(raw: Raw, path: str) -> Stat | None:
     if speed is None or not time:
         return None
     nbytes = float(path_entry(raw, path)["bytes"])
-    samples = [nbytes / float(t) / 1e9 for t in time.get("samples") or () if t]
-    out: Stat = {"median": speed, "min": nbytes / float(time["max"]) / 1e9,
-                 "max": nbytes / float(time["min"]) / 1e9, "repeats": int(time.get("repeats") or len(samples) or 1)}
-    if samples:
-        whole = summarize(samples)
-        out["iqr"], out["samples"] = whole["iqr"], whole["samples"]
-        out["mad"] = statistics.median(abs(s - speed) for s in samples)
-    return out
+    return rate_stat(time, lambda seconds: nbytes / seconds / 1e9, speed)
 
 
 def ratio_to_reference(raw: Raw, path: str) -> float | None:
