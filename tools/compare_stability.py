@@ -34,7 +34,7 @@ from pathlib import Path
 from typing import Any, Sequence
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from verdict_stability import host_label, machine_load, write_section  # noqa: E402
+from verdict_stability import host_label, host_section, machine_load, write_section  # noqa: E402
 
 REC_SUFFIX = ".rec.json"
 RUN_FILE = re.compile(r"run\d+(\.rec)?\.json")
@@ -224,14 +224,13 @@ def measure_runs(count: int, folder: Path, extra: Sequence[str]) -> tuple[list[P
 def markdown(label: str, command: str, results: Sequence[PairResult], summary: dict[str, Any],
              runs: str) -> str:
     when = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
-    section = f"compare pairs: {label}"
-    lines = [f"<!-- host: {section} -->", f"## {section}", "", f"`{command}` on {when}; {runs}", "",
+    lines = [f"`{command}` on {when}; {runs}", "",
              f"- **{summary_line(summary)}**", *[f"- {line.strip()}" for line in summary_lines(summary)[1:]], "",
              "| pair | regressions |", "| --- | --- |"]
     for r in results:
         text = pair_line(r).split(": ", 1)[1]
         lines.append(f"| {r.base} → {r.new} | {text} |")
-    return "\n".join(lines) + "\n<!-- end host -->\n"
+    return host_section(f"compare pairs: {label}", lines)
 
 
 DOC_HEADER = ("# Compare stability and planted changes\n\nWritten by `make bench-compare` "

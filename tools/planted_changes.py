@@ -47,7 +47,7 @@ from typing import Any, Callable, Iterable, Mapping, Sequence
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from compare_stability import compare_pair, ensure_doc, recording_of, run_reports  # noqa: E402
-from verdict_stability import host_label, write_section  # noqa: E402
+from verdict_stability import host_label, host_section, write_section  # noqa: E402
 
 FACTORS = (1.05, 1.10, 1.15, 1.20, 1.30)
 REQUIRE = 1.15
@@ -598,9 +598,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         label = f"planted changes: {host_label(runs[0].data)}"
         source = f"--recording {args.recording}" if args.recording else f"--runs {args.runs}"
         when = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
-        body = [f"<!-- host: {label} -->", f"## {label}", "",
-                f"`python tools/planted_changes.py {source}` on {when}", "", "```text", *lines, "```"]
-        write_section(args.md, label, "\n".join(body) + "\n<!-- end host -->\n")
+        body = [f"`python tools/planted_changes.py {source}` on {when}", "", "```text", *lines, "```"]
+        write_section(args.md, label, host_section(label, body))
     return 0 if ok else 1
 
 

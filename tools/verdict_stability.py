@@ -121,8 +121,7 @@ def markdown(label: str, args: argparse.Namespace, summary: dict[str, Any], seco
              load: tuple[str, str] = ("unknown", "unknown")) -> str:
     when = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
     notes = summary.get("notes") or {}
-    lines = [f"<!-- host: {label} -->", f"## {label}", "",
-             f"`perfprobe all --quick {' '.join(args.extra)}`".replace(" `", "`"),
+    lines = [f"`perfprobe all --quick {' '.join(args.extra)}`".replace(" `", "`"),
              f"× {summary['runs']} on {when}; run time {min(seconds):.0f}–{max(seconds):.0f} s; "
              f"load average {load[0]} before, {load[1]} after.", "",
              f"- **flips: {summary['flips']}** (runs whose verdict set differs from the majority)",
@@ -133,7 +132,12 @@ def markdown(label: str, args: argparse.Namespace, summary: dict[str, Any], seco
     lines += [f"| {key} | {n} of {summary['runs']} |" for key, n in sorted(summary["fired"].items())]
     if not summary["fired"]:
         lines.append(f"| (no warn, error or skip finding) | 0 of {summary['runs']} |")
-    return "\n".join(lines) + "\n<!-- end host -->\n"
+    return host_section(label, lines)
+
+
+def host_section(label: str, lines: list[str]) -> str:
+    """A host's section as write_section finds it again: its markers and heading around `lines`."""
+    return "\n".join([f"<!-- host: {label} -->", f"## {label}", "", *lines]) + "\n<!-- end host -->\n"
 
 
 def write_section(path: Path, label: str, section: str) -> None:
