@@ -37,10 +37,12 @@ SPREADS = 3.0
 MAD_TO_SIGMA = 1.4826
 
 
-ONE_RUN_NOTE = ("BASE is one run: its repeats show the noise within a run, not between runs; on shared "
-                "VMs the CPU memory figures moved 10-50% between quiet runs minutes apart "
-                "(docs/results/compare-stability.md). Gate on a baseline of several runs "
+ONE_RUN_NOTE = ("BASE is one run: its repeats show the noise within a run, not between runs, and a "
+                "figure that drifts between runs (CPU memory figures on shared VMs do) can read as a "
+                "regression. Gate on a baseline of several runs "
                 "(perfprobe fleet RUNS/ --baseline-out B.json; compare B.json NEW)")
+"""Said with every report-against-report comparison. It quotes no figure: the drift seen on the
+project's hosts (docs/results/compare-stability.md) is not this host's."""
 
 
 @dataclass(frozen=True)
