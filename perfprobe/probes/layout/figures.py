@@ -31,8 +31,12 @@ def sweep(raw: Raw, width: int, kind: str = "throughput") -> list[tuple[int, flo
     return [(int(p["offset"]), float(p[f"{kind}_ns"][key])) for p in raw["split"]["by_width"][str(width)]]
 
 
+def _where(raw: Raw, width: int, kind: str, keep: Any) -> list[float]:
+    return [v for o, v in sweep(raw, width, kind) if keep(o)]
+
+
 def _median_where(raw: Raw, width: int, kind: str, keep: Any) -> Optional[float]:
-    values = [v for o, v in sweep(raw, width, kind) if keep(o)]
+    values = _where(raw, width, kind, keep)
     return statistics.median(values) if values else None
 
 
@@ -43,7 +47,7 @@ def aligned_ns(raw: Raw, width: int, kind: str = "throughput") -> Optional[float
 def aligned_stat(raw: Raw, width: int, kind: str = "throughput") -> Optional[Stat]:
     """The aligned offsets' figures (each offset's fastest repeat for throughput, its median for
     latency) summarized: their median is `aligned_ns`, their spread the offsets' (one sample each)."""
-    values = [v for o, v in sweep(raw, width, kind) if aligned(o, width)]
+    values = _where(raw, width, kind, lambda o: aligned(o, width))
     return summarize(values) if values else None
 
 
