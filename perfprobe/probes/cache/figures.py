@@ -21,7 +21,7 @@ from perfprobe.probes.cache.plan import DRAM_LLC_MULTIPLE, cache_size, data_cach
 ALL_OVER_ONE_FLOOR = 0.1   # all threads below a tenth of one thread at the same level: not a figure
 KINDS = ("read_gbs", "triad_gbs")
 THREADS = ("1t", "all")
-STAT_KEYS = ("median", "min", "max", "iqr", "mad", "repeats", "samples")
+STAT_KEYS = tuple(stats.Stat.__annotations__)  # what summarize() returns (not the timing's steps, reps)
 
 
 class Stat(stats.Stat, total=False):
