@@ -3,8 +3,6 @@ its physical relations (stability.py) hold on every recording and fire on a plan
 
 from __future__ import annotations
 
-import json
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -12,24 +10,19 @@ import pytest
 from perfprobe import stability
 from perfprobe.probes.gpumem import PROBE, figures, judge
 from perfprobe.probes.gpumem.plan import PRESETS
+from probe_stability import DATA, recorded, set_median
 
-DATA = Path(__file__).parent / "data"
 RECORDINGS = sorted(path.name for path in DATA.glob("gpumem_*.json"))
 TIMED = ("dram_gbs.read", "dram_gbs.write", "dram_gbs.copy", "d2d_memcpy_gbs", "dram_fraction_of_peak",
          "transpose_gbs.padded")
 
 
 def recording(name: str = "gpumem_h200_quick.json") -> tuple[dict[str, Any], dict[str, Any]]:
-    data = json.loads((DATA / name).read_text())
-    return data["raw"]["gpumem[0]"], data["host"]
+    return recorded(name, "gpumem[0]")
 
 
 def unstable(raw: dict[str, Any], host: dict[str, Any]) -> dict[str, str]:
     return stability.unstable(judge(raw, host).metrics, PROBE.relations, PROBE.spread_bound)
-
-
-def set_median(stat: dict[str, Any], value: float) -> None:
-    stat.update(median=value, min=value * 0.999, max=value * 1.001)
 
 
 def test_there_are_recordings() -> None:

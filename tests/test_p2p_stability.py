@@ -3,8 +3,6 @@ labelled synthetic matrices and fires on a planted broken figure (no multi-GPU h
 
 from __future__ import annotations
 
-import json
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -12,14 +10,13 @@ import pytest
 from perfprobe import stability
 from perfprobe.probes.p2p import PROBE, judge
 from perfprobe.probes.p2p import figures as fig
+from probe_stability import DATA, recorded
 
-DATA = Path(__file__).parent / "data"
 MATRICES = sorted(path.name for path in DATA.glob("p2p_synthetic_*.json"))
 
 
 def load(name: str = "p2p_synthetic_nvlink_healthy_2gpu.json") -> tuple[dict[str, Any], dict[str, Any]]:
-    data = json.loads((DATA / name).read_text())
-    return data["raw"]["p2p"], data["host"]
+    return recorded(name, "p2p")
 
 
 def unstable(raw: dict[str, Any], host: dict[str, Any]) -> dict[str, str]:

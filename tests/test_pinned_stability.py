@@ -3,8 +3,6 @@ every recording and fire on a planted broken figure. No GPU involved."""
 
 from __future__ import annotations
 
-import json
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -12,27 +10,21 @@ import pytest
 from perfprobe import stability
 from perfprobe.probes.pinned import PROBE, judge
 from perfprobe.probes.pinned.plan import LARGE, MIN_SIZE, PRESETS, QUICK_MAX, repeats_for
+from probe_stability import recorded, recordings_with
+from probe_stability import set_median as plant
 
-DATA = Path(__file__).parent / "data"
-RECORDINGS = [(path.name, key) for path in sorted(DATA.glob("*.json"))
-              for key in json.loads(path.read_text()).get("raw", {}) if key.startswith("pinned")]
+RECORDINGS = recordings_with("pinned")
 TIMED = ("pinned.h2d_gbs", "pinned.d2h_gbs", "pinned.bidir_gbs", "pageable.h2d_gbs", "pageable.d2h_gbs",
          "link.fraction_h2d", "link.fraction_d2h", "link.fraction_bidir", "pinning.alloc_ms_per_gib",
          "pinning.register_ms_per_gib")
 
 
 def recording(name: str = "pinned_h200_quick.json", key: str = "pinned[0]") -> tuple[dict[str, Any], dict[str, Any]]:
-    data = json.loads((DATA / name).read_text())
-    return data["raw"][key], data["host"]
+    return recorded(name, key)
 
 
 def unstable(raw: dict[str, Any], host: dict[str, Any]) -> dict[str, str]:
     return stability.unstable(judge(raw, host).metrics, PROBE.relations, PROBE.spread_bound)
-
-
-def plant(stat: dict[str, Any], median: float) -> None:
-    """One summary moved to `median`, its extremes with it."""
-    stat.update(median=median, min=median * 0.999, max=median * 1.001)
 
 
 def test_there_are_recordings() -> None:

@@ -3,8 +3,6 @@ its physical relations (stability.py) hold on every recording and fire on a plan
 
 from __future__ import annotations
 
-import json
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -12,17 +10,15 @@ import pytest
 from perfprobe import stability
 from perfprobe.kernels import cuda_runtime
 from perfprobe.probes.streams import PROBE, figures, judge, measure
+from probe_stability import recorded, recordings_with
 from test_pinned_measure import FakeRuntime
 from test_streams_measure import context, fake_cupy
 
-DATA = Path(__file__).parent / "data"
-RECORDINGS = [(path.name, key) for path in sorted(DATA.glob("*.json"))
-              for key in json.loads(path.read_text()).get("raw", {}) if key.startswith("streams")]
+RECORDINGS = recordings_with("streams")
 
 
 def recording(name: str = "streams_h200_quick.json", key: str = "streams[0]") -> tuple[dict[str, Any], dict[str, Any]]:
-    data = json.loads((DATA / name).read_text())
-    return data["raw"][key], data["host"]
+    return recorded(name, key)
 
 
 def unstable(raw: dict[str, Any], host: dict[str, Any]) -> dict[str, str]:

@@ -3,22 +3,19 @@ and its physical relations (stability.py) hold on every recording and fire on a 
 
 from __future__ import annotations
 
-import json
-from pathlib import Path
 from typing import Any
 
 import pytest
 
 from perfprobe import stability
 from perfprobe.probes.uvm import PROBE, SPREAD_BOUND, figures, judge
+from probe_stability import recorded, recordings_with
 
-DATA = Path(__file__).parent / "data"
-RECORDINGS = [(path.name, key) for path in sorted(DATA.glob("*.json"))
-              for key in json.loads(path.read_text()).get("raw", {}) if key.startswith("uvm")]
+RECORDINGS = recordings_with("uvm")
 
 
 def recording(name: str = "uvm_h200_quick_p1_r1.json", key: str = "uvm[0]") -> dict[str, Any]:
-    return json.loads((DATA / name).read_text())["raw"][key]
+    return recorded(name, key)[0]
 
 
 def unstable(raw: dict[str, Any]) -> dict[str, str]:
