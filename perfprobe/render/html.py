@@ -15,6 +15,7 @@ from typing import Any, Sequence
 
 from perfprobe.errors import UsageError
 from perfprobe.model import Finding, Metric, ProbeResult, Report, Verdict
+from perfprobe.render import figure_name, unstable_figures
 from perfprobe.render.html_page import badge, caption, esc, findings_list, host_items, host_line, page, table_html
 
 
@@ -78,18 +79,13 @@ def result_section(result: ProbeResult) -> str:
 
 def unstable_list(results: Sequence[ProbeResult], where: str) -> str:
     """The figures left out of judgement as unstable, each with its value and why ('' for none)."""
-    rows = [(r, name, m) for r in results for name, m in r.metrics.items() if m.unstable]
+    rows = unstable_figures(results)
     if not rows:
         return ""
-    items = "".join(f"<li><b>{esc(_figure(r, name) if where == 'report' else name)}</b> = "
+    items = "".join(f"<li><b>{esc(figure_name(r, name) if where == 'report' else name)}</b> = "
                     f"{esc(_fmt(m.value))} {esc(m.unit)} — {esc(m.unstable)}</li>" for r, name, m in rows)
     return (f'<div class="unstable" data-unstable="{where}"><h3>Left out of judgement: {len(rows)} unstable '
             f"figure{'s' if len(rows) != 1 else ''}</h3><ul>{items}</ul></div>")
-
-
-def _figure(result: ProbeResult, name: str) -> str:
-    """'probe:metric', the GPU after it: as the terminal's list names it."""
-    return f"{result.probe}:{name}" + ("" if result.device is None else f" (GPU {result.device})")
 
 
 def _metrics_table(result: ProbeResult) -> str:

@@ -8,6 +8,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from perfprobe.model import Curve, Finding, Metric, ProbeResult, Report, Table
+from perfprobe.render import unstable_figures
 
 
 def report_to_dict(report: Report) -> dict[str, Any]:
@@ -21,7 +22,7 @@ def report_to_dict(report: Report) -> dict[str, Any]:
         "duration_s": round(report.duration_s, 3),
         "disturbance": _clean(dict(report.disturbance)),
         "unstable": [{"probe": r.probe, "device": r.device, "metric": name, "reason": m.unstable}
-                     for r in report.results for name, m in r.metrics.items() if m.unstable],
+                     for r, name, m in unstable_figures(report.results)],
     }
 
 

@@ -12,6 +12,7 @@ from pathlib import Path
 from xml.etree import ElementTree as ET
 
 from perfprobe.model import ProbeResult, Report, Verdict, host_name
+from perfprobe.render import unstable_figures
 
 
 def document(report: Report) -> ET.ElementTree:
@@ -47,7 +48,7 @@ def _case(result: ProbeResult, host: str) -> ET.Element:
         ET.SubElement(case, "skipped", message=result.summary)
     out = ET.SubElement(case, "system-out")
     out.text = f"{result.summary}" + (f" ({result.key_figure})" if result.key_figure else "") + f" on {host}"
-    unstable = [(name, m) for name, m in result.metrics.items() if m.unstable]
+    unstable = [(name, m) for _, name, m in unstable_figures((result,))]
     if unstable:
         out.text += "\n" + "\n".join([f"unstable, left out of judgement ({len(unstable)}):"] + [
             f"  {name} = {m.value} {m.unit}".rstrip() + f" — {m.unstable}" for name, m in unstable])

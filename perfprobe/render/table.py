@@ -21,6 +21,7 @@ from rich.table import Table as RichTable
 from rich.text import Text
 
 from perfprobe.model import Cell, Finding, Metric, ProbeResult, Report, Table, Verdict
+from perfprobe.render import figure_name, unstable_figures
 from perfprobe.render.plot import WIDTH, plot_lines
 
 UNKNOWN = "unknown"
@@ -139,11 +140,7 @@ def spread_line(metrics: Mapping[str, Metric]) -> Text | None:
 
 def unstable_rows(report: Report) -> list[tuple[str, Metric]]:
     """Every unstable figure of the report as ('probe:metric', metric), device named for GPU probes."""
-    rows = []
-    for result in report.results:
-        device = "" if result.device is None else f" (GPU {result.device})"
-        rows += [(f"{result.probe}:{name}{device}", m) for name, m in result.metrics.items() if m.unstable]
-    return rows
+    return [(figure_name(r, name), m) for r, name, m in unstable_figures(report.results)]
 
 
 def unstable_view(report: Report) -> Group | None:
