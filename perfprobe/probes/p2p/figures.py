@@ -57,13 +57,13 @@ def device(raw: Raw, i: int) -> Mapping[str, Any]:
     return found
 
 
-def _top(sweep: list[Mapping[str, Any]], key: str = "gbs") -> Optional[float]:
-    return float(sweep[-1][key]["median"]) if sweep else None
-
-
 def _top_stat(sweep: list[Mapping[str, Any]]) -> Optional[Mapping[str, Any]]:
     found: Optional[Mapping[str, Any]] = sweep[-1]["gbs"] if sweep else None
     return found
+
+
+def _median(stat: Optional[Mapping[str, Any]]) -> Optional[float]:
+    return float(stat["median"]) if stat else None
 
 
 def peer_stat(raw: Raw, i: int, j: int) -> Optional[Mapping[str, Any]]:
@@ -76,18 +76,22 @@ def staged_stat(raw: Raw, i: int, j: int) -> Optional[Mapping[str, Any]]:
     return _top_stat(list((entry(raw, i, j).get("staged") or {}).get("sweep") or []))
 
 
-def bidir_stat(raw: Raw, i: int, j: int) -> Optional[Mapping[str, Any]]:
-    """The repeats behind bidir_gbs (peer access on)."""
-    part = (entry(raw, i, j).get("peer") or {}).get("bidir")
+def bidir_stat(raw: Raw, i: int, j: int, staged: bool = False) -> Optional[Mapping[str, Any]]:
+    """The repeats behind bidir_gbs (peer access on, or staged)."""
+    part = (entry(raw, i, j).get("staged" if staged else "peer") or {}).get("bidir")
     found: Optional[Mapping[str, Any]] = part["gbs"] if part else None
+    return found
+
+
+def _latency_stat(raw: Raw, i: int, j: int, staged: bool = False) -> Optional[Mapping[str, Any]]:
+    part = (entry(raw, i, j).get("staged" if staged else "peer") or {}).get("latency_us")
+    found: Optional[Mapping[str, Any]] = part or None
     return found
 
 
 def latency_stat(raw: Raw, i: int, j: int) -> Optional[Mapping[str, Any]]:
     """The repeats of the small-copy latency as the process finds the pair: peer when enabled, else staged."""
-    part = (entry(raw, i, j).get("peer" if peer_enabled(raw, i, j) else "staged") or {}).get("latency_us")
-    found: Optional[Mapping[str, Any]] = part or None
-    return found
+    return _latency_stat(raw, i, j, staged=not peer_enabled(raw, i, j))
 
 
 def can_access(raw: Raw, i: int, j: int) -> bool:
@@ -100,11 +104,11 @@ def peer_enabled(raw: Raw, i: int, j: int) -> bool:
 
 def peer_gbs(raw: Raw, i: int, j: int) -> Optional[float]:
     """i→j GB/s at the largest size with peer access on (None when it could not be enabled)."""
-    return _top(list((entry(raw, i, j).get("peer") or {}).get("sweep") or []))
+    return _median(peer_stat(raw, i, j))
 
 
 def staged_gbs(raw: Raw, i: int, j: int) -> Optional[float]:
-    return _top(list((entry(raw, i, j).get("staged") or {}).get("sweep") or []))
+    return _median(staged_stat(raw, i, j))
 
 
 def best_gbs(raw: Raw, i: int, j: int) -> Optional[float]:
@@ -115,13 +119,11 @@ def best_gbs(raw: Raw, i: int, j: int) -> Optional[float]:
 
 def bidir_gbs(raw: Raw, i: int, j: int, staged: bool = False) -> Optional[float]:
     """Both ways at once (total of both copies), peer on (or staged)."""
-    part = (entry(raw, i, j).get("staged" if staged else "peer") or {}).get("bidir")
-    return float(part["gbs"]["median"]) if part else None
+    return _median(bidir_stat(raw, i, j, staged))
 
 
 def latency_us(raw: Raw, i: int, j: int, staged: bool = False) -> Optional[float]:
-    part = (entry(raw, i, j).get("staged" if staged else "peer") or {}).get("latency_us")
-    return float(part["median"]) if part else None
+    return _median(_latency_stat(raw, i, j, staged))
 
 
 def links(raw: Raw, i: int) -> list[Mapping[str, Any]]:

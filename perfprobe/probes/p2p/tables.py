@@ -31,9 +31,9 @@ def metrics(raw: Raw, host: Facts) -> dict[str, Metric]:
         out[f"p2p_staged_gbs.{key}"] = _timed(fig.staged_stat(raw, i, j), "GB/s")
         out[f"p2p_latency_us.{key}"] = _timed(fig.latency_stat(raw, i, j), "us", 2)
         out[f"peer_access.{key}"] = Metric(int(fig.peer_enabled(raw, i, j)), "bool")
-        rate, share = fig.expected(raw, i, j)["gbs"], fig.fraction(raw, i, j)
+        rate = fig.expected(raw, i, j)["gbs"]  # fig.fraction's: the peer copy over the links' rate
         out[f"p2p_fraction.{key}"] = (_timed(fig.peer_stat(raw, i, j), "ratio", 3, scale=1 / rate)
-                                      if rate and share is not None else Metric(None, "ratio"))
+                                      if rate else Metric(None, "ratio"))
     out["copy_bytes"] = Metric(int((raw.get("budget") or {}).get("top_bytes") or 0), "bytes")
     return out
 
