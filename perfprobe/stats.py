@@ -89,10 +89,13 @@ def rate_stat(time: Mapping[str, Any], rate: Callable[[float], float], median: f
     return out
 
 
-def metric(summary: Mapping[str, Any], unit: str, digits: int = 2, scale: float = 1.0,
+def metric(summary: Mapping[str, Any] | None, unit: str, digits: int = 2, scale: float = 1.0,
            pick: Literal["median", "min", "max"] = "median") -> Metric:
     """A Metric whose value is the summary's `pick` (the median, or the best run where a figure is
-    a best: the fastest throughput run), rounded, with the repeats' statistics beside it."""
+    a best: the fastest throughput run), rounded, with the repeats' statistics beside it; a figure
+    with no value (None: not measured here) where there is no summary."""
+    if not summary:
+        return Metric(None, unit)
     return Metric(round(float(summary[pick]) * scale, digits), unit, spread=spread_of(summary, scale))
 
 

@@ -8,7 +8,6 @@ from perfprobe import stats
 from perfprobe.model import Cell, Metric, Table
 from perfprobe.probes.alloc import figures as f
 from perfprobe.probes.alloc.figures import Raw
-from perfprobe.stats import Stat
 
 
 def _r(value: Optional[float], digits: int = 3) -> Optional[float]:
@@ -23,11 +22,6 @@ def _keys(raw: Raw) -> list[str]:
     return [str(s) for s in f.sizes(raw)] + ["mixed"]
 
 
-def _timed(stat: Optional[Stat], unit: str, digits: int = 3) -> Metric:
-    """A timed figure (the median of its repeats) with their statistics; None where not measured."""
-    return Metric(None, unit) if stat is None else stats.metric(stat, unit, digits)
-
-
 def _pool(raw: Raw, key: str, scope: str) -> Metric:
     """The pool's ns per pop+push, bare: a free list's pop loads the head its last push stored, so,
     like a plain increment, it runs in a fast or a slow mode from run to run (0.4-2 ns on the H200
@@ -40,7 +34,7 @@ def metrics(raw: Raw) -> dict[str, Metric]:
     out: dict[str, Metric] = {"threads": Metric(f.threads(raw), "count")}
     for key in _keys(raw):
         for scope in ("1t", "all"):
-            out[f"malloc_ns.{scope}.{_label(key)}"] = _timed(f.malloc_stat(raw, key, scope), "ns")
+            out[f"malloc_ns.{scope}.{_label(key)}"] = stats.metric(f.malloc_stat(raw, key, scope), "ns", 3)
             out[f"pool_ns.{scope}.{_label(key)}"] = _pool(raw, key, scope)
             out[f"pool_speedup.{scope}.{_label(key)}"] = Metric(_r(f.pool_speedup(raw, key, scope)), "ratio")
         out[f"malloc_contention.{_label(key)}"] = Metric(_r(f.contention(raw, key)), "ratio")
@@ -49,8 +43,8 @@ def metrics(raw: Raw) -> dict[str, Metric]:
             continue
         for key in ("64", "mixed"):
             for scope in ("1t", "all"):
-                out[f"allocator.{name}.malloc_ns.{scope}.{_label(key)}"] = _timed(
-                    f.malloc_stat(raw, key, scope, name), "ns")
+                out[f"allocator.{name}.malloc_ns.{scope}.{_label(key)}"] = stats.metric(
+                    f.malloc_stat(raw, key, scope, name), "ns", 3)
     out.update(_touch_metrics(raw))
     for lv in f.copy_levels(raw):
         out[f"memcpy_gbs.{lv['name']}"] = stats.metric(lv["gbs"], "GB/s", 3)
@@ -63,7 +57,7 @@ TOUCH_DIGITS = {"first_touch_ns.2M": 0, "reuse_ns.4K": 2}  # the rest: 1 digit
 
 
 def _touch_metrics(raw: Raw) -> dict[str, Metric]:
-    timed = {name: _timed(f.touch_stat(raw, name), "ns", TOUCH_DIGITS.get(name, 1)) for name in f.TOUCH_STATS}
+    timed = {name: stats.metric(f.touch_stat(raw, name), "ns", TOUCH_DIGITS.get(name, 1)) for name in f.TOUCH_STATS}
     return {
         "first_touch_ns.4K": timed["first_touch_ns.4K"],
         "first_touch_ns.2M": timed["first_touch_ns.2M"],

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any, Optional
+from typing import Any
 
 from perfprobe import stats
 from perfprobe.host.facts import Facts
@@ -10,16 +10,10 @@ from perfprobe.model import Curve, Metric, Table
 from perfprobe.probes.ipc import figures as f
 from perfprobe.probes.ipc.figures import Raw
 from perfprobe.probes.ipc.plan import SMALL, size_label
-from perfprobe.stats import Stat
 
 
 def _r(value: float | None, digits: int = 3) -> float | None:
     return None if value is None else round(value, digits)
-
-
-def _timed(stat: Optional[Stat], unit: str, digits: int = 3) -> Metric:
-    """The median with its samples' statistics (one a message for round trips, one a run for streams)."""
-    return Metric(None, unit) if stat is None else stats.metric(stat, unit, digits)
 
 
 def metrics(raw: Raw, host: Facts) -> dict[str, Metric]:
@@ -31,21 +25,21 @@ def metrics(raw: Raw, host: Facts) -> dict[str, Metric]:
             label = size_label(size)
             if f.entry(raw, t, size) is None:
                 continue
-            out[f"rtt_us.{t}.{label}"] = _timed(f.rtt_stat(raw, t, size), "µs")
+            out[f"rtt_us.{t}.{label}"] = stats.metric(f.rtt_stat(raw, t, size), "µs", 3)
             out[f"rtt_p99_us.{t}.{label}"] = Metric(_r(f.rtt_us(raw, t, size, stat="p99")), "µs")
             if f.stream(raw, t, size, "msgs_per_s") is not None:
-                out[f"msgs_per_s.{t}.{label}"] = _timed(f.stream_stat(raw, t, size, "msgs_per_s"), "msgs/s", 0)
-                out[f"gbs.{t}.{label}"] = _timed(f.stream_stat(raw, t, size, "gbs"), "GB/s", 4)
+                out[f"msgs_per_s.{t}.{label}"] = stats.metric(f.stream_stat(raw, t, size, "msgs_per_s"), "msgs/s", 0)
+                out[f"gbs.{t}.{label}"] = stats.metric(f.stream_stat(raw, t, size, "gbs"), "GB/s", 4)
         out[f"cpu_s_per_msg.{t}"] = Metric(_r(f.cpu_s_per_msg(raw, t), 9), "s")
         out[f"cpu_utilisation.{t}"] = Metric(_r(f.cpu_utilisation(raw, t)), "CPU-s/s")
     for placement in f.measured_placements(raw):
         if placement != f.main(raw):
             for t in f.transports(raw):
                 if (stat := f.rtt_stat(raw, t, placement=placement)) is not None:
-                    out[f"rtt_us.{placement}.{t}.64B"] = _timed(stat, "µs")
+                    out[f"rtt_us.{placement}.{t}.64B"] = stats.metric(stat, "µs", 3)
     for loop in ("asyncio", "uvloop"):
         if f.event_loop_rtt_us(raw, loop) is not None:
-            out[f"rtt_us.{loop}.64B"] = _timed(f.event_loop_rtt_stat(raw, loop), "µs")
+            out[f"rtt_us.{loop}.64B"] = stats.metric(f.event_loop_rtt_stat(raw, loop), "µs", 3)
             out[f"{loop}_overhead_us"] = Metric(_r(f.event_loop_overhead_us(raw, loop)), "µs")
     out["crossover_bytes"] = Metric(f.crossover_bytes(raw), "B")
     out["ring_speedup.64B"] = Metric(_r(f.ring_speedup(raw)), "ratio")

@@ -10,23 +10,17 @@ from perfprobe.model import Cell, Curve, Metric, Table
 from perfprobe.probes.layout import figures as f
 from perfprobe.probes.layout.figures import Raw
 from perfprobe.probes.layout.plan import OPS
-from perfprobe.stats import Stat
 
 
 def _r(value: Optional[float], digits: int = 3) -> Optional[float]:
     return None if value is None else round(value, digits)
 
 
-def _timed(stat: Optional[Stat], digits: int) -> Metric:
-    """A figure in ns with its statistics (None where it was not measured)."""
-    return Metric(None, "ns") if stat is None else stats.metric(stat, "ns", digits)
-
-
 def metrics(raw: Raw, host: Facts) -> dict[str, Metric]:
     out: dict[str, Metric] = {}
     for w in f.widths(raw):
-        out[f"load_ns.aligned.{w}B"] = _timed(f.aligned_stat(raw, w), 4)
-        out[f"load_latency_ns.aligned.{w}B"] = _timed(f.aligned_stat(raw, w, "latency"), 3)
+        out[f"load_ns.aligned.{w}B"] = stats.metric(f.aligned_stat(raw, w), "ns", 4)
+        out[f"load_latency_ns.aligned.{w}B"] = stats.metric(f.aligned_stat(raw, w, "latency"), "ns", 3)
         out[f"split_penalty.line.{w}B"] = Metric(_r(f.line_penalty(raw, w)), "ratio")
         out[f"split_latency_penalty.line.{w}B"] = Metric(_r(f.line_penalty(raw, w, "latency")), "ratio")
         out[f"split_penalty.page.{w}B"] = Metric(_r(f.page_penalty(raw, w)), "ratio")
@@ -39,7 +33,7 @@ def metrics(raw: Raw, host: Facts) -> dict[str, Metric]:
             out[f"soa_all_fields_speedup.k{k}.{level}"] = Metric(_r(f.soa_speedup(raw, level, k, "all")), "ratio")
             for lay in ("aos", "soa"):
                 for op in OPS:
-                    out[f"ns_per_record.{lay}.{op}.k{k}.{level}"] = _timed(f.record_stat(raw, level, k, lay, op), 4)
+                    out[f"ns_per_record.{lay}.{op}.k{k}.{level}"] = stats.metric(f.record_stat(raw, level, k, lay, op), "ns", 4)
         out[f"soa_from_fields.{level}"] = Metric(f.soa_from(raw, level), "fields")
         out[f"working_set_bytes.{level}"] = Metric(f.level_bytes(raw, level), "bytes")
     for key in sorted(raw.get("vector") or {}):
