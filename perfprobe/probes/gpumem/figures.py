@@ -51,7 +51,13 @@ def _peak(clock_mhz: float, width_bits: int, source: str) -> Peak:
 
 def dram_gbs(raw: Raw, kind: str) -> float:
     """Median GB/s of one DRAM case (copies count the bytes read and the bytes written)."""
-    return float(raw["dram"][kind]["gbs"]["median"])
+    return float(dram_stat(raw, kind)["median"])
+
+
+def dram_stat(raw: Raw, kind: str) -> Mapping[str, Any]:
+    """The repeats' summary behind `dram_gbs`."""
+    stat: Mapping[str, Any] = raw["dram"][kind]["gbs"]
+    return stat
 
 
 def best_dram(raw: Raw) -> tuple[str, float]:

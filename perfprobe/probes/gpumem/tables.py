@@ -35,11 +35,11 @@ def _share(raw: Raw) -> str:
 def metrics(raw: Raw, host: Facts) -> dict[str, Metric]:
     """Timed figures carry their repeats (stats.metric); the peak (a fact), the buffer size, the
     slowdowns and speed-ups (two timed figures over each other) and warp counts stay plain."""
-    out = {f"dram_gbs.{k}": metric(_dram_stat(raw, k), "GB/s", 1) for k in ("read", "write", "copy")}
-    out["d2d_memcpy_gbs"] = metric(_dram_stat(raw, "d2d_memcpy"), "GB/s", 1)
+    out = {f"dram_gbs.{k}": metric(fig.dram_stat(raw, k), "GB/s", 1) for k in ("read", "write", "copy")}
+    out["d2d_memcpy_gbs"] = metric(fig.dram_stat(raw, "d2d_memcpy"), "GB/s", 1)
     peak = fig.peak(raw)
     out["dram_peak_gbs"] = Metric(round(peak["gbs"], 1) if peak else None, "GB/s")
-    out["dram_fraction_of_peak"] = (metric(_dram_stat(raw, fig.best_dram(raw)[0]), "ratio", 3, scale=1 / peak["gbs"])
+    out["dram_fraction_of_peak"] = (metric(fig.dram_stat(raw, fig.best_dram(raw)[0]), "ratio", 3, scale=1 / peak["gbs"])
                                     if peak else Metric(None, "ratio"))
     out["buffer_bytes"] = Metric(int(raw["dram"]["buffer_bytes"]), "bytes")
     for stride in (2, 4, 8, 16, 32):
@@ -54,12 +54,6 @@ def metrics(raw: Raw, host: Facts) -> dict[str, Metric]:
     out["transpose_gbs.padded"] = metric(raw["transpose"]["padded"]["gbs"], "GB/s", 1)
     out["divergence_slowdown"] = Metric(round(fig.divergence_slowdown(raw), 2), "x")
     return out
-
-
-def _dram_stat(raw: Raw, kind: str) -> Mapping[str, Any]:
-    """The repeats' summary of one DRAM case's GB/s (what figures.dram_gbs reads)."""
-    stat: Mapping[str, Any] = raw["dram"][kind]["gbs"]
-    return stat
 
 
 def _spread(entry: Mapping[str, Any], key: str = "gbs", digits: int = 0) -> str:

@@ -33,7 +33,13 @@ def largest_bytes(raw: Raw) -> int:
 
 def gbs(raw: Raw, mode: str, direction: str, index: int) -> float:
     """Median GB/s of one copy kind ("pinned"/"pageable", "h2d"/"d2h"/"bidir") at size `index`."""
-    return float(raw[mode][direction][index]["gbs"]["median"])
+    return float(gbs_stat(raw, mode, direction, index)["median"])
+
+
+def gbs_stat(raw: Raw, mode: str, direction: str, index: int) -> Mapping[str, Any]:
+    """The repeats' summary behind `gbs`."""
+    stat: Mapping[str, Any] = raw[mode][direction][index]["gbs"]
+    return stat
 
 
 def enqueue_ratio(raw: Raw, mode: str, direction: str, index: int) -> float:

@@ -12,6 +12,7 @@ from perfprobe.probes.pinned.figures import (
     Raw,
     enqueue_ratio,
     gbs,
+    gbs_stat,
     judged_rate,
     largest_bytes,
     largest_index,
@@ -48,28 +49,22 @@ def metrics(raw: Raw, host: Facts) -> dict[str, Metric]:
     the copy size and the enqueue ratios (two figures of one copy over each other) stay plain."""
     index = largest_index(raw)
     rate = judged_rate(link_readings(raw, host))
-    out = {f"{mode}.{d}_gbs": metric(_gbs_stat(raw, mode, d, index), "GB/s")
+    out = {f"{mode}.{d}_gbs": metric(gbs_stat(raw, mode, d, index), "GB/s")
            for mode in ("pinned", "pageable") for d in ("h2d", "d2h")}
-    out["pinned.bidir_gbs"] = metric(_gbs_stat(raw, "pinned", "bidir", index), "GB/s")
+    out["pinned.bidir_gbs"] = metric(gbs_stat(raw, "pinned", "bidir", index), "GB/s")
     out["copy_bytes"] = Metric(largest_bytes(raw), "bytes")
     if rate:
         out["link.rate_gbs"] = Metric(round(rate.gbs_per_direction, 2), "GB/s")
         for d in ("h2d", "d2h"):
-            out[f"link.fraction_{d}"] = metric(_gbs_stat(raw, "pinned", d, index), "ratio", 3,
+            out[f"link.fraction_{d}"] = metric(gbs_stat(raw, "pinned", d, index), "ratio", 3,
                                                scale=1 / rate.gbs_per_direction)
-        out["link.fraction_bidir"] = metric(_gbs_stat(raw, "pinned", "bidir", index), "ratio", 3,
+        out["link.fraction_bidir"] = metric(gbs_stat(raw, "pinned", "bidir", index), "ratio", 3,
                                             scale=1 / (2 * rate.gbs_per_direction))
     for key in ("alloc_ms_per_gib", "register_ms_per_gib"):
         out[f"pinning.{key}"] = metric(raw["pinning_cost"][key], "ms/GiB", 1)
     for mode in ("pageable", "pinned"):
         out[f"enqueue.{mode}_h2d_host_over_device"] = Metric(round(enqueue_ratio(raw, mode, "h2d", index), 3), "ratio")
     return out
-
-
-def _gbs_stat(raw: Raw, mode: str, direction: str, index: int) -> Mapping[str, Any]:
-    """The repeats' summary of one copy kind's GB/s at size `index` (what figures.gbs reads)."""
-    stat: Mapping[str, Any] = raw[mode][direction][index]["gbs"]
-    return stat
 
 
 def curves(raw: Raw) -> tuple[Curve, ...]:
