@@ -6,7 +6,7 @@ heat: green at 83% of the rate or more, yellow to 62%, red below.
 
 from __future__ import annotations
 
-from typing import Any, Callable, Mapping, Optional
+from typing import Any, Callable, Optional
 
 from perfprobe.host.facts import Facts
 from perfprobe.model import Cell, Curve, Metric, Table
@@ -26,21 +26,16 @@ def metrics(raw: Raw, host: Facts) -> dict[str, Metric]:
     out: dict[str, Metric] = {}
     for i, j in fig.directions(raw):
         key = f"{i}.{j}"
-        out[f"p2p_gbs.{key}"] = _timed(fig.peer_stat(raw, i, j), "GB/s")
-        out[f"p2p_bidir_gbs.{key}"] = _timed(fig.bidir_stat(raw, i, j), "GB/s")
-        out[f"p2p_staged_gbs.{key}"] = _timed(fig.staged_stat(raw, i, j), "GB/s")
-        out[f"p2p_latency_us.{key}"] = _timed(fig.latency_stat(raw, i, j), "us", 2)
+        out[f"p2p_gbs.{key}"] = metric(fig.peer_stat(raw, i, j), "GB/s", 1)
+        out[f"p2p_bidir_gbs.{key}"] = metric(fig.bidir_stat(raw, i, j), "GB/s", 1)
+        out[f"p2p_staged_gbs.{key}"] = metric(fig.staged_stat(raw, i, j), "GB/s", 1)
+        out[f"p2p_latency_us.{key}"] = metric(fig.latency_stat(raw, i, j), "us", 2)
         out[f"peer_access.{key}"] = Metric(int(fig.peer_enabled(raw, i, j)), "bool")
         rate = fig.expected(raw, i, j)["gbs"]  # fig.fraction's: the peer copy over the links' rate
-        out[f"p2p_fraction.{key}"] = (_timed(fig.peer_stat(raw, i, j), "ratio", 3, scale=1 / rate)
+        out[f"p2p_fraction.{key}"] = (metric(fig.peer_stat(raw, i, j), "ratio", 3, scale=1 / rate)
                                       if rate else Metric(None, "ratio"))
     out["copy_bytes"] = Metric(int((raw.get("budget") or {}).get("top_bytes") or 0), "bytes")
     return out
-
-
-def _timed(stat: Optional[Mapping[str, Any]], unit: str, digits: int = 1, scale: float = 1.0) -> Metric:
-    """A timed figure with its repeats; None (not measured here) without them."""
-    return metric(stat, unit, digits, scale=scale) if stat else Metric(None, unit)
 
 
 def _matrix(raw: Raw, title: str, cell: Callable[[int, int], Cell], heat: str | None = None) -> Table:
