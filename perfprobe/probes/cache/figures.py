@@ -4,6 +4,7 @@ Pure. `read_figures` reads a recorded or fresh `raw` once: the levels off the la
 figures, and the bandwidth figures that can be shown. A figure no healthy host can give (all
 threads together below a tenth of one thread at the same level) is left out here, so no table,
 metric or rule ever prints it; `measure` re-measures it once with the same test (`implausible_all`).
+The DRAM thread sweep's readers (`sweep_points`, `cores_to_saturate`) say where DRAM saturates.
 """
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ from __future__ import annotations
 import dataclasses
 import statistics
 from dataclasses import dataclass
-from typing import Any, Mapping, Optional, Sequence, TypedDict, cast
+from typing import Any, Literal, Mapping, Optional, Sequence, TypedDict, cast
 
 from perfprobe import stats
 from perfprobe.host.facts import CacheFacts, Facts
@@ -19,7 +20,9 @@ from perfprobe.probes.cache.curve import Level, read_fetch_unit, read_levels, re
 from perfprobe.probes.cache.plan import DRAM_LLC_MULTIPLE, cache_size, data_caches, reaches_dram
 
 ALL_OVER_ONE_FLOOR = 0.1   # all threads below a tenth of one thread at the same level: not a figure
-KINDS = ("read_gbs", "triad_gbs")
+SATURATED = 0.90   # a thread count reaching 90% of the sweep's best bandwidth has saturated DRAM
+Kind = Literal["read_gbs", "triad_gbs"]
+KINDS: tuple[Kind, ...] = ("read_gbs", "triad_gbs")
 THREADS = ("1t", "all")
 STAT_KEYS = tuple(stats.Stat.__annotations__)  # what summarize() returns (not the timing's steps, reps)
 
@@ -91,6 +94,24 @@ class LevelRates(TypedDict):
     triad_gbs: RatesRaw
 
 
+class SweepStat(Stat, total=False):
+    """One thread count's GB/s, with the CPUs its shares ran on and whether each stayed there."""
+
+    cpus: list[int]
+    pinned: bool
+
+
+class SweepRaw(TypedDict, total=False):
+    """The DRAM thread sweep (measure._sweep): GB/s at 1, 2, 4, ... threads, one a physical core;
+    or `skipped` (why). Older recordings have none."""
+
+    bytes: int
+    threads: list[int]
+    read_gbs: list[SweepStat]
+    triad_gbs: list[SweepStat]
+    skipped: str
+
+
 class CacheRaw(TypedDict, total=False):
     """What `measure` returns (docs/probes/cache.md)."""
 
@@ -103,6 +124,7 @@ class CacheRaw(TypedDict, total=False):
     line: LineRaw
     pages: PagesRaw
     bandwidth: dict[str, LevelRates]
+    sweep: SweepRaw
     phase_seconds: dict[str, float]
     background_cpus: Optional[float]
     hypervisor: Optional[bool]
@@ -268,3 +290,30 @@ def pattern_ratio(pattern: PatternRaw) -> float:
 def pages_gain(pages: PagesRaw) -> float:
     """4 KiB-page over 2 MiB-page random latency over the largest working set."""
     return float(pages["small_ns"]["median"]) / float(pages["huge_ns"]["median"])
+
+
+def sweep_timed(raw: CacheRaw, kind: Kind) -> list[tuple[int, SweepStat]]:
+    """(threads, the figure's repeats) of one kind of the DRAM thread sweep, in sweep order (empty
+    when not measured: older recordings, or a sweep skipped)."""
+    sweep = raw.get("sweep") or SweepRaw()
+    return [(int(n), s) for n, s in zip(sweep.get("threads") or [], sweep.get(kind) or [])
+            if s and s.get("median")]
+
+
+def sweep_points(raw: CacheRaw, kind: Kind) -> list[tuple[int, float]]:
+    """(threads, median GB/s) of one kind of the DRAM thread sweep, in sweep order."""
+    return [(n, float(s["median"])) for n, s in sweep_timed(raw, kind)]
+
+
+def saturating_threads(pts: list[tuple[int, float]]) -> int | None:
+    """The fewest threads reaching SATURATED of the best figure of the sweep."""
+    if not pts:
+        return None
+    best = max(gbs for _, gbs in pts)
+    return min(n for n, gbs in pts if gbs >= SATURATED * best)
+
+
+def cores_to_saturate(raw: CacheRaw) -> int | None:
+    """Cores a memory-bound job needs here: the larger of read's and triad's saturating counts."""
+    counts = [c for c in (saturating_threads(sweep_points(raw, k)) for k in KINDS) if c is not None]
+    return max(counts) if counts else None

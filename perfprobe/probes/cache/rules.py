@@ -13,9 +13,16 @@ from perfprobe import vm
 from perfprobe.confirm import held_back
 from perfprobe.host.facts import Facts
 from perfprobe.model import Finding, Verdict
-from perfprobe.probes.cache.figures import CacheFigures, gbs, pages_gain, pattern_ratio
+from perfprobe.probes.cache.figures import (
+    SATURATED,
+    CacheFigures,
+    cores_to_saturate,
+    gbs,
+    pages_gain,
+    pattern_ratio,
+    sweep_points,
+)
 from perfprobe.probes.cache.plan import cache_size
-from perfprobe.probes.cache.sweep import rule_dram_saturation
 from perfprobe.units import format_bytes
 
 SIZE_FACTOR = 2.0          # a level measured within 2x of its reported size agrees with it
@@ -200,6 +207,25 @@ def rule_dram_scaling(fig: CacheFigures, host: Facts) -> list[Finding]:
     return [Finding(Verdict.PASS, f"All threads read DRAM at {many:.1f} GB/s, one thread at {one:.1f} GB/s.",
                     f"DRAM-bound loops gain up to {many / one:.1f}x from all {fig.threads} threads here.",
                     confirm=("bandwidth",), figure=many / one)]
+
+
+def rule_dram_saturation(fig: CacheFigures, host: Facts) -> list[Finding]:
+    """Where DRAM bandwidth saturates: a pass with numbers and advice (true of the host's kind)."""
+    read, triad = sweep_points(fig.raw, "read_gbs"), sweep_points(fig.raw, "triad_gbs")
+    cores = cores_to_saturate(fig.raw)
+    if cores is None or len(read) < 2:
+        return []
+    top_n, top = max(read, key=lambda p: p[1])
+    one = read[0][1]
+    most = read[-1][0]
+    triad_top = max((g for _, g in triad), default=0.0)
+    advice = (f"A memory-bound job gets {SATURATED:.0%} of this host's DRAM bandwidth from {cores} "
+              f"cores; more threads on streaming loops add little (give the other cores compute work)."
+              if cores < most else
+              f"DRAM bandwidth still grows at {most} threads: a memory-bound job gains from every core.")
+    return [Finding(Verdict.PASS, f"DRAM read scales from {one:.1f} GB/s on 1 thread to {top:.1f} GB/s "
+                    f"on {top_n} (triad up to {triad_top:.1f}); {SATURATED:.0%} of the best from "
+                    f"{cores} threads, one a physical core.", advice)]
 
 
 def rule_implausible_figures(fig: CacheFigures, host: Facts) -> list[Finding]:

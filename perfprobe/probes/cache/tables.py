@@ -10,8 +10,18 @@ from typing import Any
 
 from perfprobe import stats
 from perfprobe.model import Cell, Curve, Metric, Table
-from perfprobe.probes.cache import sweep
-from perfprobe.probes.cache.figures import KINDS, THREADS, CacheFigures, gbs, pattern_ratio, rate
+from perfprobe.probes.cache.figures import (
+    KINDS,
+    THREADS,
+    CacheFigures,
+    SweepStat,
+    cores_to_saturate,
+    gbs,
+    pattern_ratio,
+    rate,
+    sweep_points,
+    sweep_timed,
+)
 from perfprobe.probes.cache.plan import cache_size
 from perfprobe.units import format_bytes
 
@@ -47,7 +57,19 @@ def metrics(fig: CacheFigures) -> dict[str, Metric]:
     if "huge_ns" in pages:
         out["latency_ns.DRAM_4K_pages"] = stats.metric(pages["small_ns"], "ns", digits=1)
         out["latency_ns.DRAM_2M_pages"] = stats.metric(pages["huge_ns"], "ns", digits=1)
-    out.update(sweep.metrics(fig.raw))
+    out.update(sweep_metrics(fig))
+    return out
+
+
+def sweep_metrics(fig: CacheFigures) -> dict[str, Metric]:
+    """`dram_read_gbs.t<N>`, `dram_triad_gbs.t<N>` and `cores_to_saturate_dram`."""
+    out: dict[str, Metric] = {}
+    for kind in KINDS:
+        for n, stat in sweep_timed(fig.raw, kind):
+            out[f"dram_{kind}.t{n}"] = stats.metric(stat, "GB/s")
+    cores = cores_to_saturate(fig.raw)
+    if cores is not None:
+        out["cores_to_saturate_dram"] = Metric(cores, "cores")
     return out
 
 
@@ -92,8 +114,34 @@ def pattern_table(fig: CacheFigures) -> Table:
                  ("access", "working set", "ns"), tuple(rows))
 
 
+def _cpus(stat: SweepStat) -> str:
+    cpus = stat.get("cpus") or []
+    text = ",".join(map(str, cpus)) if len(cpus) <= 8 else f"{cpus[0]},{cpus[1]},...,{cpus[-1]}"
+    return text + ("" if stat.get("pinned", True) else " (not all on their CPU)")
+
+
+def sweep_table(fig: CacheFigures) -> Table | None:
+    """The DRAM thread sweep, one row per thread count: its CPUs, read and triad GB/s, and the
+    share of the best."""
+    read, triad = sweep_points(fig.raw, "read_gbs"), sweep_points(fig.raw, "triad_gbs")
+    if not read and not triad:
+        return None
+    sweep = fig.raw["sweep"]
+    best = {k: max((g for _, g in p), default=0.0) for k, p in (("read", read), ("triad", triad))}
+    rows: list[tuple[Cell, ...]] = []
+    for i, n in enumerate(sweep["threads"]):
+        r = read[i][1] if i < len(read) else None
+        t = triad[i][1] if i < len(triad) else None
+        share = f"{r / best['read']:.0%} / {t / best['triad']:.0%}" if r and t else None
+        rows.append((n, _cpus(sweep["read_gbs"][i]), round(r, 1) if r else None,
+                     round(t, 1) if t else None, share))
+    return Table(f"DRAM bandwidth against threads (one a physical core, {format_bytes(sweep['bytes'])} "
+                 "placed by each count's own threads)",
+                 ("threads", "CPUs", "read GB/s", "triad GB/s", "of best (read / triad)"), tuple(rows))
+
+
 def tables(fig: CacheFigures) -> tuple[Table, ...]:
-    swept = sweep.table(fig.raw)
+    swept = sweep_table(fig)
     return (level_table(fig), pattern_table(fig)) + ((swept,) if swept else ())
 
 
