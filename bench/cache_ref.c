@@ -17,7 +17,7 @@
  *
  * Prints one JSON object: {"median": ..., "min": ..., "max": ...} (chase),
  * {"1t": {...}, "all": {...}} (read, triad) or {"threads": [...], "gbs": [{...}, ...]} (sweep).
- * Build: cc -O3 -march=native -mno-avx512f -fopenmp.
+ * Build: cc -O3 -march=native -mprefer-vector-width=256 -fopenmp.
  */
 #define _GNU_SOURCE
 #include <omp.h>
@@ -104,26 +104,34 @@ static int do_chase(size_t size, size_t line, int huge, int repeats, double run_
     return 0;
 }
 
-/* Eight independent 256-bit accumulators, as LLVM makes of perfprobe's sum (two fastmath
- * reductions, four-way interleaved): with one, an in-L1 sum is add-latency bound. GCC's vector
- * extension keeps them apart (an `omp simd` reduction over several gets reduced every step).
- * Built with -mno-avx512f on x86: 256-bit vectors, as LLVM gives numba on AVX-512 server CPUs
- * (GCC's SLP pass would otherwise fuse pairs into 512-bit ones): the comparison is of equal
- * instructions, not of vector widths. */
-typedef double v4d __attribute__((vector_size(32)));
+/* Read by loads alone, as perfprobe's read_loads (perfprobe/kernels/cache_kernels.py): vectors as
+ * wide as the CPU's widest (zmm with AVX-512, ymm with AVX, else xmm) OR'ed into eight independent
+ * accumulators, so two loads a cycle never wait on an OR; the bits come back, so no load can be
+ * dropped. Built with -mprefer-vector-width=256, which leaves these explicit vectors at their width
+ * and keeps GCC's vectorised triad at 256 bits, as LLVM gives numba's. */
+#if defined(__AVX512F__)
+#define VECTOR_BYTES 64
+#elif defined(__AVX__)
+#define VECTOR_BYTES 32
+#else
+#define VECTOR_BYTES 16
+#endif
+typedef long long vload __attribute__((vector_size(VECTOR_BYTES)));
 
-static double read_sum(const double *a, size_t n, long reps) {
-    double total = 0;
+static uint64_t read_loads(const double *a, size_t n, long reps) {
+    const size_t lanes = VECTOR_BYTES / 8, block = 8 * lanes;
+    uint64_t total = 0;
     for (long r = 0; r < reps; r++) {
-        v4d s[8] = {{0}}, x;
-        size_t i = 0;
-        for (; i + 32 <= n; i += 32)
-            for (int k = 0; k < 8; k++) { memcpy(&x, a + i + 4 * k, 32); s[k] += x; }
-        v4d u = ((s[0] + s[1]) + (s[2] + s[3])) + ((s[4] + s[5]) + (s[6] + s[7]));
-        double t = (u[0] + u[1]) + (u[2] + u[3]);
-        for (; i < n; i++) t += a[i];
-        total += t;
         __asm__ volatile("" ::: "memory"); /* each repeat really reads the array again */
+        vload s[8] = {{0}}, x;
+        size_t i = 0;
+        for (; i + block <= n; i += block)
+            for (int k = 0; k < 8; k++) { memcpy(&x, a + i + lanes * k, VECTOR_BYTES); s[k] |= x; }
+        vload u = ((s[0] | s[1]) | (s[2] | s[3])) | ((s[4] | s[5]) | (s[6] | s[7]));
+        uint64_t t = 0, w;
+        for (size_t l = 0; l < lanes; l++) t |= (uint64_t)u[l];
+        for (; i < n; i++) { memcpy(&w, a + i, 8); t |= w; }
+        total |= t;
     }
     return total;
 }
@@ -138,12 +146,13 @@ static void triad(double *a, const double *b, const double *c, double s, size_t 
 }
 
 static double sink;
+static volatile uint64_t read_sink; /* volatile: the loads' bits are kept, never dropped */
 
 /* one run of `reps` repeats: threads==0 means one thread on the first `one` elements */
 static void run_kernel(int is_triad, double *a, double *b, double *c, size_t one, size_t each,
                        int threads, long reps) {
     if (threads == 0) {
-        if (is_triad) triad(a, b, c, 3.0, one, reps); else sink += read_sum(a, one, reps);
+        if (is_triad) triad(a, b, c, 3.0, one, reps); else read_sink |= read_loads(a, one, reps);
         return;
     }
 #pragma omp parallel num_threads(threads)
@@ -151,9 +160,9 @@ static void run_kernel(int is_triad, double *a, double *b, double *c, size_t one
         size_t lo = (size_t)omp_get_thread_num() * each;
         if (is_triad) triad(a + lo, b + lo, c + lo, 3.0, each, reps);
         else {
-            double s = read_sum(a + lo, each, reps);
-#pragma omp atomic
-            sink += s;
+            uint64_t s = read_loads(a + lo, each, reps);
+#pragma omp critical
+            read_sink |= s;
         }
     }
 }

@@ -50,7 +50,7 @@ def _old_numba(k: Any, kind: str, total: int, threads: int, timing: m.Timing) ->
         n = total // 8 // 16 * 16 // threads * threads
         a = m.aligned_empty(n)
         k.fill_parallel(a, 1.0, threads)
-        return m.time_rate(lambda r: k.read_sum_parallel(a, threads, r), n * 8, m._longer(timing))["max"]
+        return m.time_rate(lambda r: k.read_loads_parallel(a, threads, r), n * 8, m._longer(timing))["max"]
     n = total // 24 // 16 * 16 // threads * threads
     arrays = [m.aligned_empty(n) for _ in range(3)]
     for arr, v in zip(arrays, (0.0, 1.0, 2.0)):

@@ -66,16 +66,39 @@ def test_pair_blocks_load_word_zero_then_the_offset_word_of_each_block(second_wo
     assert p == base
 
 
-@pytest.mark.parametrize("n", [1, 2, 3, 63, 1001])
-def test_read_sum_is_exact(n: int) -> None:
-    a = np.arange(n, dtype=np.float64)
-    assert k.read_sum(a, 3) == 3 * a.sum()
+def _words(n: int, seed: int) -> np.ndarray:
+    """n float64 elements whose bits are random 64-bit words."""
+    return np.random.default_rng(seed).integers(0, 1 << 63, n, dtype=np.uint64).view(np.float64)
+
+
+@pytest.mark.parametrize("n", [1, 2, 3, 63, 64, 65, 1001, 4096, 4099])
+def test_read_loads_reads_every_word(n: int) -> None:
+    """The vector blocks and the word-by-word tail together load every word: the OR of random
+    words, and a lone set word anywhere (first, middle, last: block or tail) is seen."""
+    a = _words(n, n)
+    assert k.read_loads(a, 3) == np.bitwise_or.reduce(a.view(np.uint64))
+    for where in {0, n // 2, n - 1}:
+        lone = np.zeros(n, dtype=np.uint64)
+        lone[where] = np.uint64(1) << np.uint64(63)
+        assert k.read_loads(lone.view(np.float64), 1) == lone[where]
 
 
 @pytest.mark.parametrize("threads", [1, 2])
-def test_parallel_read_sums_every_share(threads: int) -> None:
-    a = np.arange(1000 * threads, dtype=np.float64)
-    assert k.read_sum_parallel(a, threads, 2) == pytest.approx(2 * a.sum())
+def test_parallel_read_loads_every_share(threads: int) -> None:
+    """Each share's OR, summed over the shares (prange reduces by +)."""
+    a = _words(1000 * threads, threads)
+    words = a.view(np.uint64)
+    want = sum(int(np.bitwise_or.reduce(words[t * 1000:(t + 1) * 1000])) for t in range(threads))
+    assert int(k.read_loads_parallel(a, threads, 2)) == want % (1 << 64)
+
+
+def test_read_loads_are_as_wide_as_the_widest_vector() -> None:
+    """The load width follows the host CPU: 64 bytes with AVX-512, 32 with AVX, else 16."""
+    from llvmlite import binding
+
+    features = binding.get_host_cpu_features()
+    assert k.VECTOR_BYTES == (64 if features.get("avx512f") else 32 if features.get("avx") else 16)
+    assert k.READ_BLOCK == 8 * k.VECTOR_BYTES
 
 
 def test_triad_result_is_b_plus_scalar_c() -> None:

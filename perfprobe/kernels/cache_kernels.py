@@ -111,37 +111,102 @@ def chase(address: np.uint64, steps: int) -> np.uint64:
     return p
 
 
-@njit(cache=True, fastmath=_FAST)
-def read_sum(a: np.ndarray, reps: int) -> float:
-    """Sum `a` `reps` times on one thread: 8 bytes read per element per repeat.
+def _widest_vector_bytes() -> int:
+    """The widest vector register of this CPU, in bytes: 64 with AVX-512, 32 with AVX, else 16.
+    numba compiles for the host CPU (its cache is keyed to it), so a <lanes x i64> load of this
+    width is one instruction: vmovdqu64 zmm, vmovdqu ymm, movdqu xmm."""
+    from llvmlite import binding
 
-    The two halves are summed side by side: two reductions, each vectorised with four
-    accumulators, keep both vector adders busy (one reduction is add-latency bound in L1 at about
-    half the native figure on AVX-512 hosts, where LLVM prefers 256-bit vectors)."""
-    half = a.shape[0] // 2
-    total = 0.0
+    features = binding.get_host_cpu_features()
+    if features.get("avx512f"):
+        return 64
+    return 32 if features.get("avx") else 16
+
+
+VECTOR_BYTES = _widest_vector_bytes()
+ACCUMULATORS = 8  # independent OR chains: two loads a cycle never wait on a 1-cycle OR
+READ_BLOCK = VECTOR_BYTES * ACCUMULATORS  # bytes one step of the load loop reads
+
+
+@intrinsic
+def _or_loads(typingctx, address, n_bytes):
+    """OR of every 64-bit word in [address, address + n_bytes), n_bytes a multiple of READ_BLOCK:
+    one loop of VECTOR_BYTES-wide loads into ACCUMULATORS independent OR accumulators, written in
+    LLVM IR so that it is exactly these loads (as bench/cache_ref.c's read loop), whatever LLVM's
+    vectoriser would prefer. An empty asm with a memory clobber comes first: a caller's repeat loop
+    cannot merge one call's loads with the next call's."""
+    if (address, n_bytes) != (types.uint64, types.uint64):
+        return None
+
+    def codegen(context, builder, signature, args):
+        start, length = args
+        i64 = ir.IntType(64)
+        vec = ir.VectorType(i64, VECTOR_BYTES // 8)
+        zero = ir.Constant(vec, None)
+        barrier = ir.InlineAsm(ir.FunctionType(ir.VoidType(), []), "", "~{memory}", side_effect=True)
+        builder.call(barrier, [])
+        end = builder.add(start, length)
+        entry = builder.block
+        loop = builder.append_basic_block("or_loads.loop")
+        done = builder.append_basic_block("or_loads.done")
+        builder.cbranch(builder.icmp_unsigned("<", start, end), loop, done)
+        builder.position_at_end(loop)
+        at = builder.phi(i64)
+        accs = [builder.phi(vec) for _ in range(ACCUMULATORS)]
+        at.add_incoming(start, entry)
+        folded = []
+        for k, acc in enumerate(accs):
+            acc.add_incoming(zero, entry)
+            where = builder.inttoptr(builder.add(at, ir.Constant(i64, k * VECTOR_BYTES)), vec.as_pointer())
+            folded.append(builder.or_(acc, builder.load(where, align=8)))
+        after = builder.add(at, ir.Constant(i64, READ_BLOCK))
+        at.add_incoming(after, loop)
+        for acc, value in zip(accs, folded):
+            acc.add_incoming(value, loop)
+        builder.cbranch(builder.icmp_unsigned("<", after, end), loop, done)
+        builder.position_at_end(done)
+        merged = []
+        for value in folded:  # every phi first: LLVM wants them at the top of the block
+            merged.append(builder.phi(vec))
+            merged[-1].add_incoming(zero, entry)
+            merged[-1].add_incoming(value, loop)
+        total = merged[0]
+        for value in merged[1:]:
+            total = builder.or_(total, value)
+        word = builder.extract_element(total, ir.Constant(ir.IntType(32), 0))
+        for lane in range(1, VECTOR_BYTES // 8):
+            word = builder.or_(word, builder.extract_element(total, ir.Constant(ir.IntType(32), lane)))
+        return word
+
+    return types.uint64(types.uint64, types.uint64), codegen
+
+
+@njit(cache=True)
+def read_loads(a: np.ndarray, reps: int) -> np.uint64:
+    """Read `a` (8-byte elements, contiguous) `reps` times on one thread by vector loads alone
+    (_or_loads), the last elements one by one: the bytes a core's loads can read per second. The
+    bits OR'ed together come back, so no load can be dropped."""
+    words = a.view(np.uint64)
+    n = words.shape[0]
+    blocked = n * 8 // READ_BLOCK * READ_BLOCK
+    start = np.uint64(a.ctypes.data)
+    total = uint64(0)
     for _ in range(reps):
-        s = 0.0
-        t = 0.0
-        for i in range(half):
-            s += a[i]
-            t += a[half + i]
-        for i in range(2 * half, a.shape[0]):
-            s += a[i]
-        total += s + t
+        total |= _or_loads(start, np.uint64(blocked))  # type: ignore[call-arg]  # an intrinsic
+        for i in range(blocked // 8, n):
+            total |= words[i]
     return total
 
 
 @njit(cache=True, parallel=True)
-def read_sum_parallel(a: np.ndarray, nthreads: int, reps: int) -> float:
-    """Each of `nthreads` threads sums its own contiguous share of `a`, `reps` times, in one
-    parallel region (a region per repeat would cost more than an L1-sized sweep). The share is
-    summed by the serial kernel, as a contiguous view: a slice taken inside a prange body is typed
-    'any layout', and the kernel compiled for that is not vectorised (a third of the speed)."""
+def read_loads_parallel(a: np.ndarray, nthreads: int, reps: int) -> np.uint64:
+    """Each of `nthreads` threads reads its own contiguous share of `a`, `reps` times, in one
+    parallel region (a region per repeat would cost more than an L1-sized sweep). A share is
+    passed as a contiguous view: a slice taken inside a prange body is typed 'any layout'."""
     chunk = a.shape[0] // nthreads
-    total = 0.0
+    total = uint64(0)
     for t in prange(nthreads):
-        total += read_sum(np.ascontiguousarray(a[t * chunk:(t + 1) * chunk]), reps)
+        total += read_loads(np.ascontiguousarray(a[t * chunk:(t + 1) * chunk]), reps)  # prange: + only
     return total
 
 
@@ -196,7 +261,7 @@ def triad_parallel(a: np.ndarray, b: np.ndarray, c: np.ndarray, scalar: float, n
     for t in prange(nthreads):
         lo = t * chunk
         hi = lo + chunk
-        # contiguous views (no copies: the shares are contiguous), as in read_sum_parallel
+        # contiguous views (no copies: the shares are contiguous), as in read_loads_parallel
         triad(np.ascontiguousarray(a[lo:hi]), np.ascontiguousarray(b[lo:hi]),
               np.ascontiguousarray(c[lo:hi]), scalar, reps)
     return a[0]
@@ -233,14 +298,14 @@ def fill_placed(a: np.ndarray, value: float, masks: np.ndarray, where: np.ndarra
 
 
 @njit(cache=True, parallel=True)
-def read_sum_placed(a: np.ndarray, masks: np.ndarray, where: np.ndarray, reps: int) -> float:
-    """read_sum_parallel with share t on its own CPU: each share summed `reps` times in one region."""
+def read_loads_placed(a: np.ndarray, masks: np.ndarray, where: np.ndarray, reps: int) -> np.uint64:
+    """read_loads_parallel with share t on its own CPU: each share read `reps` times in one region."""
     nthreads = masks.shape[0]
     chunk = a.shape[0] // nthreads
-    total = 0.0
+    total = uint64(0)
     for t in prange(nthreads):
         pin_share(masks, t, where)
-        total += read_sum(np.ascontiguousarray(a[t * chunk:(t + 1) * chunk]), reps)
+        total += read_loads(np.ascontiguousarray(a[t * chunk:(t + 1) * chunk]), reps)  # prange: + only
     return total
 
 

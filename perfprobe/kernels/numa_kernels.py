@@ -59,7 +59,7 @@ def read_gbs(values: np.ndarray, cpus: list[int]) -> float:
     from inside the region, perfprobe/kernels/placement.py)."""
     placed = Placed(cpus)
     begin = time.perf_counter_ns()
-    cache_kernels.read_sum_placed(values, placed.masks, placed.where, 1)
+    cache_kernels.read_loads_placed(values, placed.masks, placed.where, 1)
     elapsed = time.perf_counter_ns() - begin
     threads = placed.threads
     return (values.size // threads) * threads * 8 / elapsed
@@ -72,5 +72,5 @@ def warm_up() -> None:
     chase_ns(tiny, 16)
     with pinned_pool():  # the warm-up pins too: every thread gets its CPUs back after it
         placed = Placed(sorted(os.sched_getaffinity(0))[:1])
-        cache_kernels.read_sum_placed(np.ones(1024), placed.masks, placed.where, 1)
+        cache_kernels.read_loads_placed(np.ones(1024), placed.masks, placed.where, 1)
     numba.set_num_threads(pool_size())

@@ -27,7 +27,7 @@ from perfprobe.units import format_bytes
 
 METHOD = ("latency: dependent loads over a random cyclic permutation of lines (one pointer "
           "a line), median of repeats; level end: where latency has risen a fifth of the "
-          "way to the next level; bandwidth: numba sum / STREAM triad (24 B/element), "
+          "way to the next level; bandwidth: widest vector loads / STREAM triad (24 B/element), "
           "each thread on its own share; line: cost of a second load at growing offsets "
           "in random 1 KiB blocks, in a working set that misses L1 only")
 

@@ -178,9 +178,9 @@ def read_rates(k: ModuleType, one_bytes: int, each_bytes: int, cpus: Sequence[in
     one_n, each_n = _elements(one_bytes, WORD), _elements(each_bytes, WORD)
     a = aligned_empty(max(one_n, each_n * placed.threads), 4096)
     k.fill_placed(a, 1.0, placed.masks, placed.where)
-    one = time_rate(lambda reps: k.read_sum(a[:one_n], reps), one_n * WORD, timing)
+    one = time_rate(lambda reps: k.read_loads(a[:one_n], reps), one_n * WORD, timing)
     total = each_n * placed.threads
-    many = time_rate(lambda reps: k.read_sum_placed(a[:total], placed.masks, placed.where, reps),
+    many = time_rate(lambda reps: k.read_loads_placed(a[:total], placed.masks, placed.where, reps),
                      total * WORD, _longer(timing))
     return {"bytes_1t": one_n * WORD, "bytes_each": each_n * WORD, "1t": one,
             "all": _placed_record(placed, many)}
@@ -213,7 +213,7 @@ def placed_rate(k: ModuleType, kind: str, total_bytes: int, cpus: Sequence[int],
         n = _elements(total_bytes, WORD) // placed.threads * placed.threads
         a = aligned_empty(n, 4096)
         k.fill_placed(a, 1.0, placed.masks, placed.where)
-        stat = time_rate(lambda reps: k.read_sum_placed(a, placed.masks, placed.where, reps),
+        stat = time_rate(lambda reps: k.read_loads_placed(a, placed.masks, placed.where, reps),
                          n * WORD, _longer(timing))
     else:
         n = _elements(total_bytes, 3 * WORD) // placed.threads * placed.threads
