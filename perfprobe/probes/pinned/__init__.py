@@ -8,11 +8,13 @@ pages live. judge() is pure: rules.py's findings and tables.py's figures, both r
 
 from __future__ import annotations
 
+from typing import Any, Mapping
+
 from perfprobe.host.facts import Facts
 from perfprobe.model import Assessment
 from perfprobe.probe import Gpu, Probe
 from perfprobe.probes.pinned import rules, tables
-from perfprobe.probes.pinned.figures import Raw
+from perfprobe.probes.pinned.figures import typed
 from perfprobe.probes.pinned.plan import check_knobs
 from perfprobe.stability import AtMost, NotBelow, Relation
 
@@ -29,8 +31,9 @@ RELATIONS: tuple[Relation, ...] = (
 )
 
 
-def judge(raw: Raw, host: Facts) -> Assessment:
+def judge(recorded: Mapping[str, Any], host: Facts) -> Assessment:
     """The recorded numbers and host facts → findings, metrics, tables and curves."""
+    raw = typed(recorded)
     return Assessment(summary=tables.summary(raw, host), metrics=tables.metrics(raw, host),
                       findings=tuple(rules.findings(raw, host)), tables=tables.tables(raw, host),
                       curves=tables.curves(raw), facts=tables.facts(raw, host),

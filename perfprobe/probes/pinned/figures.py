@@ -5,12 +5,60 @@ The link is read from NVML first, then sysfs, then the host facts; idle, under l
 
 from __future__ import annotations
 
-from typing import Any, Mapping, Optional, TypedDict
+from typing import Any, Literal, Mapping, Optional, TypedDict, cast
 
 from perfprobe.host.facts import Facts
 from perfprobe.pcie import LinkRate, link_rate_or_none
+from perfprobe.probes.gpu_raw import Budget, Device, GpuActivity, GpuState, Link
+from perfprobe.stats import Stat
 
-Raw = Mapping[str, Any]
+Mode = Literal["pageable", "pinned"]
+StateKey = Literal["state_before", "state_under_load", "state_after"]
+
+
+class Copy(TypedDict):
+    """One copy size in one direction: GB/s, the device time and the host time inside the call."""
+
+    gbs: Stat
+    device_ms: Stat
+    host_enqueue_us: Stat
+
+
+class PageNodes(TypedDict, total=False):
+    nodes: dict[str, int]
+    source: str
+    pages_sampled: int
+
+
+class Numa(TypedDict, total=False):
+    gpu_node: Optional[int]
+    pinned_pages: PageNodes
+    pageable_pages: PageNodes
+
+
+class PinnedRaw(TypedDict, total=False):
+    """What measure() returns (docs/probes/pinned.md): per mode, direction -> one Copy per size."""
+
+    device: Device
+    quick: bool
+    bind: Optional[int]
+    state_before: GpuState
+    state_under_load: GpuState
+    state_after: GpuState
+    gpu_activity: GpuActivity
+    sysfs_link: Link
+    sysfs_link_under_load: Link
+    sizes_bytes: list[int]
+    pageable: dict[str, list[Copy]]
+    pinned: dict[str, list[Copy]]
+    load_copies: int
+    pinning_cost: dict[str, Any]
+    """bytes, and a Stat per call: alloc_ms_per_gib, free_ms_per_gib, register_ms_per_gib, unregister_ms_per_gib."""
+    numa: Numa
+    budget: Budget
+
+
+Raw = PinnedRaw
 Pair = Optional[tuple[int, int]]
 """A link as (generation, width), None when unknown."""
 
@@ -19,6 +67,21 @@ class Links(TypedDict):
     idle: Pair
     load: Pair
     max: Pair
+
+
+def typed(raw: Mapping[str, Any]) -> PinnedRaw:
+    """The raw dict under its shape's name (no copy, no check: it is measure()'s or a recording)."""
+    return cast(PinnedRaw, raw)
+
+
+STATES: tuple[tuple[str, StateKey], ...] = (("before", "state_before"), ("under load", "state_under_load"),
+                                            ("after", "state_after"))
+"""NVML's readings of the GPU's state: when, and the raw key."""
+
+
+def state(raw: Raw, key: StateKey) -> GpuState:
+    """One reading of the GPU's state ({} when NVML gave none)."""
+    return raw.get(key) or GpuState()
 
 
 def largest_index(raw: Raw) -> int:
@@ -31,18 +94,17 @@ def largest_bytes(raw: Raw) -> int:
     return int(raw["sizes_bytes"][largest_index(raw)])
 
 
-def gbs(raw: Raw, mode: str, direction: str, index: int) -> float:
+def gbs(raw: Raw, mode: Mode, direction: str, index: int) -> float:
     """Median GB/s of one copy kind ("pinned"/"pageable", "h2d"/"d2h"/"bidir") at size `index`."""
     return float(gbs_stat(raw, mode, direction, index)["median"])
 
 
-def gbs_stat(raw: Raw, mode: str, direction: str, index: int) -> Mapping[str, Any]:
+def gbs_stat(raw: Raw, mode: Mode, direction: str, index: int) -> Stat:
     """The repeats' summary behind `gbs`."""
-    stat: Mapping[str, Any] = raw[mode][direction][index]["gbs"]
-    return stat
+    return raw[mode][direction][index]["gbs"]
 
 
-def enqueue_ratio(raw: Raw, mode: str, direction: str, index: int) -> float:
+def enqueue_ratio(raw: Raw, mode: Mode, direction: str, index: int) -> float:
     """Host time inside the enqueue call over the copy's device time."""
     entry = raw[mode][direction][index]
     return float(entry["host_enqueue_us"]["median"]) / (float(entry["device_ms"]["median"]) * 1e3)

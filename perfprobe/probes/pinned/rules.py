@@ -14,6 +14,7 @@ from perfprobe.gpu_activity import FAULT_CLOCK_REASONS, findings_held_back_if_sh
 from perfprobe.host.facts import Facts
 from perfprobe.model import Finding, Verdict
 from perfprobe.probes.pinned.figures import (
+    STATES,
     Raw,
     buffer_node_of,
     enqueue_ratio,
@@ -23,6 +24,7 @@ from perfprobe.probes.pinned.figures import (
     largest_bytes,
     largest_index,
     link_readings,
+    state,
 )
 from perfprobe.units import format_bytes
 
@@ -103,8 +105,8 @@ def rule_pageable(raw: Raw, host: Facts) -> list[Finding]:
 
 def rule_throttle(raw: Raw, host: Facts) -> list[Finding]:
     """Thermal or power slowdown while measuring makes every figure low: warn."""
-    for when in ("state_under_load", "state_after"):
-        reasons = (raw.get(when) or {}).get("clock_event_reasons")
+    for _, when in STATES[1:]:
+        reasons = state(raw, when).get("clock_event_reasons")
         if reasons and int(reasons) & THROTTLE_MASK:
             return [Finding(Verdict.WARN, f"GPU clocks were slowed ({when}: reasons 0x{int(reasons):x})",
                             "check cooling and power; figures measured now are low")]

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
-from typing import Any, Mapping
+from typing import Any
 
 from perfprobe.host.facts import Facts
 from perfprobe.model import Cell, Curve, Metric, Table
 from perfprobe.probes.pinned.figures import (
+    STATES,
+    Copy,
     Links,
+    Mode,
     Pair,
     Raw,
     enqueue_ratio,
@@ -18,6 +21,7 @@ from perfprobe.probes.pinned.figures import (
     largest_index,
     link_readings,
     rate_of,
+    state,
 )
 from perfprobe.stats import metric
 from perfprobe.units import format_bytes
@@ -68,10 +72,11 @@ def metrics(raw: Raw, host: Facts) -> dict[str, Metric]:
 
 
 def curves(raw: Raw) -> tuple[Curve, ...]:
-    return tuple(_curve(raw, mode) for mode in ("pinned", "pageable"))
+    modes: tuple[Mode, ...] = ("pinned", "pageable")
+    return tuple(_curve(raw, mode) for mode in modes)
 
 
-def _curve(raw: Raw, mode: str) -> Curve:
+def _curve(raw: Raw, mode: Mode) -> Curve:
     points = tuple((float(s), float(e["gbs"]["median"])) for s, e in zip(raw["sizes_bytes"], raw[mode]["h2d"]))
     return Curve(title=f"{mode} H2D bandwidth by copy size", x_label="bytes", y_label="GB/s", points=points)
 
@@ -98,7 +103,7 @@ def tables(raw: Raw, host: Facts) -> tuple[Table, ...]:
             pinning_table(raw), state_table(raw))
 
 
-def _spread(entry: Mapping[str, Any]) -> str:
+def _spread(entry: Copy) -> str:
     g = entry["gbs"]
     return f"{g['median']:.2f} [{g['min']:.2f}-{g['max']:.2f}]"
 
@@ -149,11 +154,11 @@ def pinning_table(raw: Raw) -> Table:
 
 def state_table(raw: Raw) -> Table:
     rows: list[tuple[Cell, ...]] = []
-    for label, key in (("before", "state_before"), ("under load", "state_under_load"), ("after", "state_after")):
-        state = raw.get(key) or {}
-        pstate = state.get("pstate")
-        reasons = state.get("clock_event_reasons")
-        rows.append((label, f"P{pstate}" if pstate is not None else None, state.get("sm_clock_mhz"),
-                     state.get("mem_clock_mhz"), f"0x{int(reasons):x}" if reasons is not None else None))
+    for label, key in STATES:
+        reading = state(raw, key)
+        pstate = reading.get("pstate")
+        reasons = reading.get("clock_event_reasons")
+        rows.append((label, f"P{pstate}" if pstate is not None else None, reading.get("sm_clock_mhz"),
+                     reading.get("mem_clock_mhz"), f"0x{int(reasons):x}" if reasons is not None else None))
     return Table("GPU state (NVML)", ("when", "perf state", "SM MHz", "memory MHz", "clock-event reasons"),
                  tuple(rows))
