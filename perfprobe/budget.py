@@ -2,8 +2,10 @@
 
 Checked before every large allocation, never guessed: host memory is a fraction of what is
 available now; under `--bind NODE` it is a fraction of that node's free memory (the kernel would
-OOM-kill a bound process that outgrew its node); GPU memory is a fraction of the device's free
-memory. Each budget says what it is a fraction of, so a capped size can name its cap.
+OOM-kill a bound process that outgrew its node); under a cgroup memory limit (memory.max,
+memory.high, v1 memory.limit_in_bytes: containers, Slurm jobs) it is also a fraction of what the
+limit leaves now, since past the limit the process is OOM-killed however much the host has free;
+GPU memory is a fraction of the device's free memory. Each budget says what it is a fraction of, so a capped size can name its cap.
 """
 
 from __future__ import annotations
@@ -41,7 +43,20 @@ def host_memory_budget(host: Facts, bind: int | None = None,
         budget = MemoryBudget(int(free * fraction), f"{share} of NUMA node {bind}'s free memory")
     else:
         budget = MemoryBudget(int(_available_now(host) * fraction), f"{share} of the host's available memory")
-    return _within_address_space(budget, fraction)
+    return _within_cgroup(_within_address_space(budget, fraction), fraction)
+
+
+def _within_cgroup(budget: MemoryBudget, fraction: float) -> MemoryBudget:
+    """Under a cgroup memory limit, also a fraction of what the limit leaves now (limit less the
+    group's usage, read when the budget is asked for: the interpreter and numba are inside it)."""
+    from perfprobe.host.cgroup import memory_room_now
+
+    room = memory_room_now()
+    if room is None or int(room[0] * fraction) >= budget.bytes:
+        return budget
+    left, limit = room
+    return MemoryBudget(int(left * fraction), f"{_share_words(fraction)} of what the cgroup memory limit "
+                                              f"({format_bytes(limit)}) leaves ({format_bytes(left)})")
 
 
 def _within_address_space(budget: MemoryBudget, fraction: float) -> MemoryBudget:

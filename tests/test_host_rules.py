@@ -157,8 +157,11 @@ def test_warnings_come_first() -> None:
     assert verdicts == sorted(verdicts, key=lambda v: -v.severity)
 
 
-def test_probe_measures_nothing() -> None:
-    assert PROBE.name == "host" and PROBE.measure(None) == {}  # type: ignore[arg-type]
+def test_probe_measures_nothing_without_a_cpu_quota() -> None:
+    from types import SimpleNamespace
+
+    ctx = SimpleNamespace(config=SimpleNamespace(fsroot=None), host={"source": "live", "cgroup": {}})
+    assert PROBE.name == "host" and PROBE.measure(ctx) == {}  # type: ignore[arg-type]
 
 
 @pytest.mark.parametrize("name", fixture_names())

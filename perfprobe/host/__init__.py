@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from perfprobe.host.caches import read_caches
+from perfprobe.host.cgroup import read_cgroup
 from perfprobe.host.cpus import cpu_summary, online_and_offline, topology
 from perfprobe.host.cpuset import usable_cpus
 from perfprobe.host.gpus import read_gpus
@@ -56,6 +57,7 @@ def read_host_facts(root: Path | str | None = None) -> dict[str, Any]:
         "hugepages": hugepage_facts(meminfo),
         "cpufreq": cpufreq_facts(sr, online),
         "memlock": memlock_facts(sr),
+        "cgroup": read_cgroup(sr),
         "gpus": gpus,
         "gpu_note": gpu_note,
         "notes": notes,

@@ -7,7 +7,7 @@ replace the `(host.get("numa") or {}).get(...)` chains that each probe used to w
 
 from __future__ import annotations
 
-from typing import Any, Mapping, Optional, TypedDict
+from typing import Any, Mapping, Optional, TypedDict, cast
 
 
 class CpuFacts(TypedDict, total=False):
@@ -72,6 +72,28 @@ class GpuFacts(TypedDict, total=False):
     driver_version: Optional[str]
 
 
+class CgroupFacts(TypedDict, total=False):
+    """The cgroup limits of this process (perfprobe.host.cgroup); None where not limited or unread."""
+
+    version: Optional[int]
+    cpu_group: Optional[str]
+    cpu_quota_cpus: Optional[float]
+    cpu_quota_us: Optional[int]
+    cpu_period_us: Optional[int]
+    cpu_quota_file: Optional[str]
+    cpu_quota_group: Optional[str]
+    nr_periods: Optional[int]
+    nr_throttled: Optional[int]
+    throttled_usec: Optional[int]
+    memory_group: Optional[str]
+    memory_max_bytes: Optional[int]
+    memory_high_bytes: Optional[int]
+    memory_limit_group: Optional[str]
+    memory_current_bytes: Optional[int]
+    pids_max: Optional[int]
+    pids_current: Optional[int]
+
+
 class HostFacts(TypedDict, total=False):
     """The `host` object; docs/DEVELOPING.md ("Host facts") documents each field."""
 
@@ -88,6 +110,7 @@ class HostFacts(TypedDict, total=False):
     hugepages: dict[str, Optional[int]]
     cpufreq: dict[str, Any]
     memlock: dict[str, Optional[int]]
+    cgroup: CgroupFacts
     gpus: list[GpuFacts]
     gpu_note: Optional[str]
     notes: list[str]
@@ -123,3 +146,30 @@ def memory_value(host: Facts, key: str) -> int | None:
     """`host.memory[key]` (total_bytes, available_bytes) or None."""
     value = (host.get("memory") or {}).get(key)
     return int(value) if isinstance(value, (int, float)) else None
+
+
+def cgroup_facts(host: Facts) -> CgroupFacts:
+    """`host.cgroup`, empty when not recorded (a report of an older perfprobe)."""
+    value = host.get("cgroup")
+    return cast(CgroupFacts, value if isinstance(value, Mapping) else {})
+
+
+def cpu_quota(host: Facts) -> float | None:
+    """The CPUs the cgroup CPU quota grants (quota ÷ period), or None when there is no quota."""
+    value = cgroup_facts(host).get("cpu_quota_cpus")
+    return float(value) if isinstance(value, (int, float)) and value > 0 else None
+
+
+def memory_limit(host: Facts) -> int | None:
+    """The tightest cgroup memory limit (memory.max, memory.high, v1 limit_in_bytes), or None."""
+    facts = cgroup_facts(host)
+    limits = [v for v in (facts.get("memory_max_bytes"), facts.get("memory_high_bytes"))
+              if isinstance(v, int) and v > 0]
+    return min(limits) if limits else None
+
+
+def cpu_bound(host: Facts, threads: int) -> float | None:
+    """The CPUs `threads` threads can really have when a quota grants fewer than `threads`, else None:
+    what a many-thread probe says it was bounded by."""
+    quota = cpu_quota(host)
+    return quota if quota is not None and quota < threads else None

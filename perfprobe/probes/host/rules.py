@@ -14,6 +14,7 @@ from perfprobe.host.facts import Facts
 from perfprobe.host.numa import contradictions
 from perfprobe.host.parse import format_cpulist
 from perfprobe.model import Finding, Verdict
+from perfprobe.probes.host import limits
 from perfprobe.probes.host.figures import cpu, cpu_list, cpus, distances, gpu_name, gpus, nodes, numa, pcie, section
 from perfprobe.units import format_bytes
 
@@ -225,7 +226,7 @@ def rule_notes(raw: Raw, host: Facts) -> list[Finding]:
     return [Finding(Verdict.PASS, f"Note: {note}") for note in said]
 
 
-RULES: tuple[Rule, ...] = (rule_usable_cpus, rule_offline_cpus, rule_governor, rule_thp, rule_numa_balancing,
+RULES: tuple[Rule, ...] = (rule_usable_cpus, *limits.RULES, rule_offline_cpus, rule_governor, rule_thp, rule_numa_balancing,
                            rule_numa_consistency, rule_node_memory, rule_memlock, rule_gpu_links, rule_gpu_nodes,
                            rule_smt, rule_memory_only_nodes, rule_hugepages, rule_gpu_facts, rule_notes)
 

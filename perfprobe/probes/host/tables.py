@@ -5,6 +5,7 @@ from __future__ import annotations
 from perfprobe.host.facts import Facts, PcieFacts, caches_of, memory_value
 from perfprobe.host.parse import format_cpulist
 from perfprobe.model import Cell, Metric, Table
+from perfprobe.probes.host import limits
 from perfprobe.probes.host.figures import cpu, cpu_list, cpus, distances, gpus, nodes, pcie, section
 from perfprobe.units import format_bytes
 
@@ -25,6 +26,7 @@ def metrics(host: Facts) -> dict[str, Metric]:
         "memory.total_bytes": Metric(memory_value(host, "total_bytes"), "bytes"),
         "memory.available_bytes": Metric(memory_value(host, "available_bytes"), "bytes"),
         "gpus": Metric(len(gpus(host)), "count"),
+        **limits.metrics(host),
     }
     for cache in caches_of(host):
         name = f"L{cache.get('level')}{_CACHE_SUFFIX.get(cache.get('type') or '', '')}"
@@ -135,6 +137,9 @@ def _link(link: PcieFacts, which: str) -> str | None:
 def host_tables(host: Facts) -> tuple[Table, ...]:
     """Every table; the GPU table only when there are GPUs, distances only with several nodes."""
     tables = [cpu_table(host), cache_table(host), node_table(host)]
+    cgroup = limits.limits_table(host)
+    if cgroup is not None:
+        tables.insert(1, cgroup)
     if len(nodes(host)) > 1:
         tables.append(distance_table(host))
     if gpus(host):
