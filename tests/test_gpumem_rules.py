@@ -193,3 +193,16 @@ def test_check_knobs_refuses_a_buffer_under_16m() -> None:
     plan.check_knobs(RunConfig(options=Knobs(size=16 << 20)), {})
     with pytest.raises(UsageError):
         plan.check_knobs(RunConfig(options=Knobs(size=1 << 20)), {})
+
+
+def test_the_activity_is_read_under_pinned_s_and_streams_name_and_the_old_one() -> None:
+    """measure records gpu_activity.before, as pinned and streams do; recordings made before keep it
+    as activity_before, and both hold the slow-memory warn back the same way."""
+    raw, host = real()
+    slow = scale_dram(raw, 0.5)
+    shared = {**raw["activity_before"], "processes": [{"pid": 519}, {"pid": 6264}]}
+    old = {**slow, "activity_before": shared}
+    new = {k: v for k, v in slow.items() if k != "activity_before"} | {"gpu_activity": {"before": shared}}
+    for numbers in (old, new):
+        assert not any(SLOW in m for m in messages(numbers, host, Verdict.WARN))
+        assert any(m.startswith("held back (the GPU was shared") for m in messages(numbers, host, Verdict.PASS))

@@ -7,7 +7,12 @@ modules type their raw numbers with them.
 
 from __future__ import annotations
 
-from typing import Optional, TypedDict
+from typing import Literal, Optional, TypedDict
+
+StateKey = Literal["state_before", "state_under_load", "state_after"]
+STATES: tuple[tuple[str, StateKey], ...] = (("before", "state_before"), ("under load", "state_under_load"),
+                                            ("after", "state_after"))
+"""NVML's readings of the GPU's state a GPU probe records: when, and the raw key."""
 
 
 class Device(TypedDict, total=False):

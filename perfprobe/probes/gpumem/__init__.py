@@ -8,11 +8,14 @@ pure: rules.py's findings and tables.py's figures, both read from figures.py.
 
 from __future__ import annotations
 
+from typing import Any, Mapping
+
 from perfprobe.host.facts import Facts
 from perfprobe.model import Assessment
 from perfprobe.probe import Gpu, Probe
 from perfprobe.probes.gpumem import rules, tables
-from perfprobe.probes.gpumem.figures import Raw
+from perfprobe.probes.gpumem.declared import DECLARED
+from perfprobe.probes.gpumem.figures import typed
 from perfprobe.probes.gpumem.plan import check_knobs
 from perfprobe.stability import AtMost, Ordered, Relation
 
@@ -31,14 +34,15 @@ RELATIONS: tuple[Relation, ...] = (
 )
 
 
-def judge(raw: Raw, host: Facts) -> Assessment:
+def judge(recorded: Mapping[str, Any], host: Facts) -> Assessment:
     """The recorded numbers → findings, metrics, tables and curves."""
+    raw = typed(recorded)
     return Assessment(summary=tables.summary(raw, host), metrics=tables.metrics(raw, host),
                       findings=tuple(rules.findings(raw, host)), tables=tables.tables(raw, host),
                       curves=tables.curves(raw), facts=tables.facts(raw, host),
                       key_figure=tables.key_figure(raw, host))
 
 
-PROBE = Probe(name="gpumem", title="Inside the GPU: DRAM bandwidth, coalescing, banks, occupancy, tiling",
+PROBE = Probe(name=DECLARED.name, title="Inside the GPU: DRAM bandwidth, coalescing, banks, occupancy, tiling",
               judge=judge, measure_module="perfprobe.probes.gpumem.measure", requires=(Gpu(),),
               check_knobs=check_knobs, relations=RELATIONS)

@@ -46,7 +46,7 @@ def _measure_device(cupy: Any, device: int, size: int, preset: Preset, ctx: Prob
             "memory_interface": {"nvml": session.memory_interface(),
                                  "cuda": {"bus_width_bits": attrs["bus_width_bits"],
                                           "memory_clock_khz": attrs["memory_clock_khz"]}},
-            "quick": ctx.quick, "activity_before": session.activity(), "state_before": session.state()}
+            "quick": ctx.quick, "gpu_activity": {"before": session.activity()}, "state_before": session.state()}
         clock = time.perf_counter()
         kernels = gk.compile_kernels(cupy)
         phases = {"compile": time.perf_counter() - clock}

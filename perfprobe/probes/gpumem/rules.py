@@ -48,7 +48,7 @@ def rule_dram_bandwidth(raw: Raw, host: Facts) -> list[Finding]:
 
 def _shared(raw: Raw) -> str:
     """Why the GPU counts as shared, from the activity read before the probe started ("" if not)."""
-    return shared_gpu({"gpu_activity": {"before": raw.get("activity_before")}})
+    return shared_gpu({"gpu_activity": fig.activity(raw)})
 
 
 def _why(raw: Raw, peak: fig.Peak) -> str:

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-from typing import Any, Mapping
+from typing import Any, Literal
 
 from perfprobe.host.facts import Facts
 from perfprobe.model import Cell, Curve, Metric, Table
+from perfprobe.probes.gpu_raw import STATES
 from perfprobe.probes.gpumem import figures as fig
 from perfprobe.probes.gpumem.figures import Raw
 from perfprobe.stats import metric
@@ -56,7 +57,7 @@ def metrics(raw: Raw, host: Facts) -> dict[str, Metric]:
     return out
 
 
-def _spread(entry: Mapping[str, Any], key: str = "gbs", digits: int = 0) -> str:
+def _spread(entry: fig.Timed, key: Literal["gbs", "ms"] = "gbs", digits: int = 0) -> str:
     g = entry[key]
     return f"{g['median']:.{digits}f} [{g['min']:.{digits}f}-{g['max']:.{digits}f}]"
 
@@ -74,7 +75,7 @@ def dram_table(raw: Raw) -> Table:
 def peak_table(raw: Raw) -> Table:
     interface = raw.get("memory_interface") or {}
     nv, cuda = interface.get("nvml") or {}, interface.get("cuda") or {}
-    load = raw.get("state_under_load") or {}
+    load = fig.state(raw, "state_under_load")
     peak = fig.peak(raw)
     rows: tuple[tuple[Cell, ...], ...] = (
         ("NVML max memory clock (MHz)", nv.get("mem_clock_max_mhz")),
@@ -118,23 +119,25 @@ def occupancy_table(raw: Raw) -> Table:
 
 def transpose_table(raw: Raw) -> Table:
     t = raw["transpose"]
+    kinds: tuple[tuple[str, fig.TransposeKind], ...] = (("naive", "naive"), ("tiled [32][32]", "tiled"),
+                                                        ("tiled [32][33]", "padded"))
     rows = tuple((label, _spread(t[k], "ms", 3), _spread(t[k]), f"{fig.transpose_speedup(raw, k):.2f}x")
-                 for label, k in (("naive", "naive"), ("tiled [32][32]", "tiled"), ("tiled [32][33]", "padded")))
+                 for label, k in kinds)
     return Table(f"Transpose of a {t['n']}x{t['n']} float matrix (GB/s counts read + write)",
                  ("kernel", "ms", "GB/s", "speed-up"), rows)
 
 
 def divergence_table(raw: Raw) -> Table:
     d = raw["divergence"]
-    rows = tuple((label, _spread(d[k], "ms", 3)) for label, k in (("paths by lane (divergent)", "divergent"),
-                                                                  ("paths by warp (split)", "split")))
+    rows = (("paths by lane (divergent)", _spread(d["divergent"], "ms", 3)),
+            ("paths by warp (split)", _spread(d["split"], "ms", 3)))
     return Table(f"Warp divergence: two equal {d['iters']}-step paths", ("kernel", "ms"), rows)
 
 
 def state_table(raw: Raw) -> Table:
     rows: list[tuple[Cell, ...]] = []
-    for label, key in (("before", "state_before"), ("under load", "state_under_load"), ("after", "state_after")):
-        state = raw.get(key) or {}
+    for label, key in STATES:
+        state = fig.state(raw, key)
         pstate, reasons = state.get("pstate"), state.get("clock_event_reasons")
         rows.append((label, f"P{pstate}" if pstate is not None else None, state.get("sm_clock_mhz"),
                      state.get("mem_clock_mhz"),

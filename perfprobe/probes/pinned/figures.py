@@ -9,11 +9,10 @@ from typing import Any, Literal, Mapping, Optional, TypedDict, cast
 
 from perfprobe.host.facts import Facts
 from perfprobe.pcie import LinkRate, link_rate_or_none
-from perfprobe.probes.gpu_raw import Budget, Device, GpuActivity, GpuState, Link
+from perfprobe.probes.gpu_raw import Budget, Device, GpuActivity, GpuState, Link, StateKey
 from perfprobe.stats import Stat
 
 Mode = Literal["pageable", "pinned"]
-StateKey = Literal["state_before", "state_under_load", "state_after"]
 
 
 class Copy(TypedDict):
@@ -72,11 +71,6 @@ class Links(TypedDict):
 def typed(raw: Mapping[str, Any]) -> PinnedRaw:
     """The raw dict under its shape's name (no copy, no check: it is measure()'s or a recording)."""
     return cast(PinnedRaw, raw)
-
-
-STATES: tuple[tuple[str, StateKey], ...] = (("before", "state_before"), ("under load", "state_under_load"),
-                                            ("after", "state_after"))
-"""NVML's readings of the GPU's state: when, and the raw key."""
 
 
 def state(raw: Raw, key: StateKey) -> GpuState:

@@ -13,8 +13,8 @@ from perfprobe.budget import capped_note
 from perfprobe.gpu_activity import FAULT_CLOCK_REASONS, findings_held_back_if_shared, shared_gpu
 from perfprobe.host.facts import Facts
 from perfprobe.model import Finding, Verdict
+from perfprobe.probes.gpu_raw import STATES
 from perfprobe.probes.pinned.figures import (
-    STATES,
     Raw,
     buffer_node_of,
     enqueue_ratio,

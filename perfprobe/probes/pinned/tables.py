@@ -6,8 +6,8 @@ from typing import Any
 
 from perfprobe.host.facts import Facts
 from perfprobe.model import Cell, Curve, Metric, Table
+from perfprobe.probes.gpu_raw import STATES
 from perfprobe.probes.pinned.figures import (
-    STATES,
     Copy,
     Links,
     Mode,
