@@ -18,6 +18,7 @@ from perfprobe.host.facts import Facts
 from perfprobe.model import Assessment
 from perfprobe.probe import Probe, PythonModule
 from perfprobe.probes.alloc import rules, tables
+from perfprobe.probes.alloc.declared import DECLARED
 from perfprobe.probes.alloc.plan import SIZES
 from perfprobe.stability import NotBelow
 
@@ -52,7 +53,7 @@ SPREAD_BOUND = 0.25
 MAD reached 16% of the median in a quiet full run on the H200 guest (26% over --quick's three, too
 few to judge: stability.MIN_REPEATS)."""
 
-PROBE = Probe(name="alloc", title="Allocation: malloc/free per allocator, pools, first touch, copy against move",
+PROBE = Probe(name=DECLARED.name, title="Allocation: malloc/free per allocator, pools, first touch, copy against move",
               judge=judge, measure_module="perfprobe.probes.alloc.measure",
               requires=(PythonModule("numba", "pip install numba"),), check_knobs=check_knobs,
               relations=RELATIONS, spread_bound=SPREAD_BOUND)

@@ -13,6 +13,7 @@ from perfprobe.host.facts import Facts
 from perfprobe.model import Assessment
 from perfprobe.probe import Probe, PythonModule
 from perfprobe.probes.branch import rules, tables
+from perfprobe.probes.branch.declared import DECLARED
 from perfprobe.stability import NotBelow, Ordered
 
 
@@ -38,7 +39,7 @@ SPREAD_BOUND = 0.20
 """A loop at 1.5-2 cycles an element switches between speeds from run to run: the sorted case's
 repeats had a MAD of 16% of their median in a quiet full run on the H200 guest."""
 
-PROBE = Probe(name="branch", title="Branch prediction: mispredict cost, patterns, branch-free code",
+PROBE = Probe(name=DECLARED.name, title="Branch prediction: mispredict cost, patterns, branch-free code",
               judge=judge, measure_module="perfprobe.probes.branch.measure",
               requires=(PythonModule("numba", "pip install numba"),), relations=RELATIONS,
               spread_bound=SPREAD_BOUND)

@@ -15,6 +15,7 @@ from perfprobe.host.facts import Facts
 from perfprobe.model import Assessment
 from perfprobe.probe import Probe, PythonModule
 from perfprobe.probes.cache import tables
+from perfprobe.probes.cache.declared import DECLARED
 from perfprobe.probes.cache.figures import read_figures
 from perfprobe.probes.cache.rules import findings
 from perfprobe.stability import SPREAD_BOUND, NotBelow, Ordered, Relation
@@ -69,7 +70,7 @@ def judge(raw: Mapping[str, Any], host: Facts) -> Assessment:
                       key_figure=tables.key_figure(fig))
 
 
-PROBE = Probe(name="cache", title="CPU cache hierarchy", judge=judge,
+PROBE = Probe(name=DECLARED.name, title="CPU cache hierarchy", judge=judge,
               measure_module="perfprobe.probes.cache.measure",
               requires=(PythonModule("numba", "pip install numba (a perfprobe dependency)"),),
               relations=RELATIONS, spread_bound=SPREAD_BOUND, rests_on=RESTS_ON)

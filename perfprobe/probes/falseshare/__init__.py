@@ -18,6 +18,7 @@ from perfprobe.host.facts import Facts
 from perfprobe.model import Assessment
 from perfprobe.probe import Probe, UsableCpus
 from perfprobe.probes.falseshare import rules, tables
+from perfprobe.probes.falseshare.declared import DECLARED
 from perfprobe.probes.falseshare.figures import typed
 from perfprobe.probes.falseshare.plan import check_plan
 from perfprobe.stability import Ordered
@@ -55,7 +56,7 @@ SPREAD_BOUND = 0.25
 """Many threads fighting over one line are chaotic: the 16-thread 32 B case's repeats had a MAD of
 22% of their median in a quiet --quick run on the H200 guest (padded and 2-thread cases under 10%)."""
 
-PROBE = Probe(name="falseshare", title="False sharing and core-to-core latency", judge=judge,
+PROBE = Probe(name=DECLARED.name, title="False sharing and core-to-core latency", judge=judge,
               measure_module="perfprobe.probes.falseshare.measure",
               requires=(UsableCpus(2, "two threads on different CPUs"),), check_knobs=check_knobs,
               relations=RELATIONS, spread_bound=SPREAD_BOUND,

@@ -10,10 +10,10 @@ from dataclasses import dataclass
 
 from perfprobe.budget import MemoryBudget
 from perfprobe.config import Presets, RunConfig
-from perfprobe.errors import UsageError
 from perfprobe.host.facts import Facts
+from perfprobe.probes.gpumem.declared import SIZE
 
-MIN_SIZE = 16 << 20
+MIN_SIZE = SIZE.minimum
 DEFAULT_SIZE = 1 << 30
 QUICK_SIZE = 512 << 20
 L2_FACTOR = 8                 # the bandwidth buffer should be this many times L2 (a finding if not)
@@ -47,9 +47,7 @@ PRESETS = Presets(
 
 def check_knobs(config: RunConfig, host: Facts) -> None:
     """--size under 16 MiB is smaller than any GPU's L2: exit 2 before anything runs."""
-    size = config.options.size
-    if size is not None and size < MIN_SIZE:
-        raise UsageError(f"--size {size!r}: must be at least 16M")
+    SIZE.check(config.options.size)  # the range the CLI checks too, declared once (declared.py)
 
 
 def requested_bytes(config: RunConfig, preset: Preset) -> int:

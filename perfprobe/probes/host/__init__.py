@@ -12,6 +12,7 @@ from perfprobe.host.facts import Facts
 from perfprobe.model import Assessment
 from perfprobe.probe import Probe
 from perfprobe.probes.host import rules, tables
+from perfprobe.probes.host.declared import DECLARED
 
 
 def judge(raw: Mapping[str, Any], host: Facts) -> Assessment:
@@ -21,5 +22,5 @@ def judge(raw: Mapping[str, Any], host: Facts) -> Assessment:
                       key_figure=tables.key_figure(host))
 
 
-PROBE = Probe(name="host", title="Host facts and set-up", judge=judge,
+PROBE = Probe(name=DECLARED.name, title="Host facts and set-up", judge=judge,
               measure_module="perfprobe.probes.host.measure")

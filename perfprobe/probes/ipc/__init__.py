@@ -14,6 +14,7 @@ from perfprobe.host.facts import Facts
 from perfprobe.model import Assessment
 from perfprobe.probe import Probe, PythonModule
 from perfprobe.probes.ipc import rules, tables
+from perfprobe.probes.ipc.declared import DECLARED
 from perfprobe.probes.ipc.plan import TRANSPORTS
 from perfprobe.stability import NotBelow, Ordered, Relation
 
@@ -40,7 +41,7 @@ SPREAD_BOUND = 0.30
 their MAD is the messages' own jitter: up to 18% of the median in quiet --quick runs on the H200
 guest (same-CPU round trips); a whole run hit by other work spreads far wider."""
 
-PROBE = Probe(name="ipc", title="IPC: sockets, pipes and a shared-memory ring between two processes",
+PROBE = Probe(name=DECLARED.name, title="IPC: sockets, pipes and a shared-memory ring between two processes",
               judge=judge, measure_module="perfprobe.probes.ipc.measure",
               requires=(PythonModule("numba", "pip install numba"),), relations=RELATIONS,
               spread_bound=SPREAD_BOUND)

@@ -13,6 +13,7 @@ from perfprobe.host.facts import Facts
 from perfprobe.model import Assessment
 from perfprobe.probe import Probe, PythonModule
 from perfprobe.probes.layout import rules, tables
+from perfprobe.probes.layout.declared import DECLARED
 from perfprobe.probes.layout.plan import FIELDS, WIDTHS
 from perfprobe.stability import NotBelow
 
@@ -37,7 +38,7 @@ SPREAD_BOUND = 0.20
 reached 13% of the median in quiet full runs on the H200 guest (--quick's 3 repeats are too few to
 judge: stability.MIN_REPEATS)."""
 
-PROBE = Probe(name="layout", title="Data layout: split loads, AoS against SoA",
+PROBE = Probe(name=DECLARED.name, title="Data layout: split loads, AoS against SoA",
               judge=judge, measure_module="perfprobe.probes.layout.measure",
               requires=(PythonModule("numba", "pip install numba"),), relations=RELATIONS,
               spread_bound=SPREAD_BOUND)

@@ -16,6 +16,7 @@ from perfprobe.host.facts import Facts
 from perfprobe.model import Assessment
 from perfprobe.probe import Probe, ProbeContext
 from perfprobe.probes.numa import rules, tables
+from perfprobe.probes.numa.declared import DECLARED
 from perfprobe.probes.numa.figures import pair_figures, typed
 from perfprobe.probes.numa.plan import cpu_and_memory_nodes
 from perfprobe.stability import NotBelow, Ordered, Relation
@@ -82,5 +83,5 @@ def local_not_above_remote(nodes: int = MAX_NODE_IDS) -> tuple[Relation, ...]:
     return tuple(out)
 
 
-PROBE = Probe(name="numa", title="NUMA locality", judge=judge, measure_module="perfprobe.probes.numa.measure",
+PROBE = Probe(name=DECLARED.name, title="NUMA locality", judge=judge, measure_module="perfprobe.probes.numa.measure",
               requires=(NumaSyscalls(), PlaceableNodes()), relations=local_not_above_remote())

@@ -14,6 +14,7 @@ from perfprobe.host.facts import Facts
 from perfprobe.model import Assessment
 from perfprobe.probe import Gpu, Probe
 from perfprobe.probes.p2p import rules, tables
+from perfprobe.probes.p2p.declared import DECLARED
 from perfprobe.probes.p2p.figures import Raw
 from perfprobe.probes.p2p.plan import check_knobs
 from perfprobe.stability import AtMost, Relation
@@ -32,6 +33,6 @@ def judge(raw: Raw, host: Facts) -> Assessment:
                       key_figure=tables.key_figure(raw, host))
 
 
-PROBE = Probe(name="p2p", title="GPU-to-GPU copies over NVLink or PCIe, against the topology",
+PROBE = Probe(name=DECLARED.name, title="GPU-to-GPU copies over NVLink or PCIe, against the topology",
               judge=judge, measure_module="perfprobe.probes.p2p.measure", requires=(Gpu(),),
               check_knobs=check_knobs, per_device=False, relations=RELATIONS)

@@ -12,10 +12,10 @@ from itertools import combinations
 
 from perfprobe.budget import MemoryBudget
 from perfprobe.config import Presets, RunConfig
-from perfprobe.errors import UsageError
 from perfprobe.host.facts import Facts
+from perfprobe.probes.p2p.declared import SIZE
 
-MIN_SIZE = 1 << 20
+MIN_SIZE = SIZE.minimum
 DEFAULT_MAX = 1 << 30
 QUICK_MAX = 256 << 20
 LATENCY_BYTES = 4
@@ -47,9 +47,7 @@ PRESETS = Presets(
 
 def check_knobs(config: RunConfig, host: Facts) -> None:
     """--size under 1 MiB measures launch overhead, not a link: exit 2 before anything runs."""
-    size = config.options.size
-    if size is not None and size < MIN_SIZE:
-        raise UsageError(f"--size {size!r}: must be at least 1M")
+    SIZE.check(config.options.size)  # the range the CLI checks too, declared once (declared.py)
 
 
 def requested_bytes(config: RunConfig) -> int:

@@ -14,6 +14,7 @@ from perfprobe.host.facts import Facts
 from perfprobe.model import Assessment
 from perfprobe.probe import Gpu, Probe
 from perfprobe.probes.pinned import rules, tables
+from perfprobe.probes.pinned.declared import DECLARED
 from perfprobe.probes.pinned.figures import typed
 from perfprobe.probes.pinned.plan import check_knobs
 from perfprobe.stability import AtMost, NotBelow, Relation
@@ -40,7 +41,7 @@ def judge(recorded: Mapping[str, Any], host: Facts) -> Assessment:
                       key_figure=tables.key_figure(raw, host))
 
 
-PROBE = Probe(name="pinned", title="Host-GPU copies: pageable vs pinned, against the PCIe link",
+PROBE = Probe(name=DECLARED.name, title="Host-GPU copies: pageable vs pinned, against the PCIe link",
               judge=judge, measure_module="perfprobe.probes.pinned.measure", requires=(Gpu(),),
               check_knobs=check_knobs, relations=RELATIONS,
               rests_on={"bandwidth": ("pinned.*", "link.*")})

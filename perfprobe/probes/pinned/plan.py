@@ -9,10 +9,10 @@ from dataclasses import dataclass
 
 from perfprobe.budget import MemoryBudget
 from perfprobe.config import Presets, RunConfig
-from perfprobe.errors import UsageError
 from perfprobe.host.facts import Facts
+from perfprobe.probes.pinned.declared import SIZE
 
-MIN_SIZE = 64 << 10
+MIN_SIZE = SIZE.minimum
 DEFAULT_MAX = 1 << 30
 QUICK_MAX = 256 << 20
 LARGE = 64 << 20  # copies of this size and up use fewer repeats (each already takes milliseconds)
@@ -42,9 +42,7 @@ PRESETS = Presets(
 
 def check_knobs(config: RunConfig, host: Facts) -> None:
     """--size under 64 KiB cannot hold the sweep's first copy: exit 2 before anything runs."""
-    size = config.options.size
-    if size is not None and size < MIN_SIZE:
-        raise UsageError(f"--size {size!r}: must be at least 64K")
+    SIZE.check(config.options.size)  # the range the CLI checks too, declared once (declared.py)
 
 
 def requested_bytes(config: RunConfig) -> int:

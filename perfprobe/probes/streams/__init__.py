@@ -13,6 +13,7 @@ from perfprobe.host.facts import Facts
 from perfprobe.model import Assessment
 from perfprobe.probe import Gpu, Probe
 from perfprobe.probes.streams import rules, tables
+from perfprobe.probes.streams.declared import DECLARED
 from perfprobe.probes.streams.figures import Raw
 from perfprobe.probes.streams.plan import check_knobs
 from perfprobe.stability import AtMost, NotBelow, Relation
@@ -42,7 +43,7 @@ def judge(raw: Raw, host: Facts) -> Assessment:
                       facts=tables.facts(raw), key_figure=tables.key_figure(raw))
 
 
-PROBE = Probe(name="streams", title="Copy/compute overlap across CUDA streams",
+PROBE = Probe(name=DECLARED.name, title="Copy/compute overlap across CUDA streams",
               judge=judge, measure_module="perfprobe.probes.streams.measure", requires=(Gpu(),),
               check_knobs=check_knobs, relations=RELATIONS,
               rests_on={"overlap": ("best.*", "serial.*", "stage_ms.*"), "host_overlap": ("host_overlap.*",)})

@@ -9,10 +9,10 @@ from dataclasses import dataclass
 
 from perfprobe.budget import MemoryBudget
 from perfprobe.config import Presets, RunConfig
-from perfprobe.errors import UsageError
 from perfprobe.host.facts import Facts
+from perfprobe.probes.streams.declared import SIZE
 
-DEFAULT_SIZE, QUICK_SIZE, MIN_SIZE = 1 << 30, 256 << 20, 4 << 20
+DEFAULT_SIZE, QUICK_SIZE, MIN_SIZE = 1 << 30, 256 << 20, SIZE.minimum
 CHUNKS, STREAMS = (2, 4, 8, 16, 32, 64), (1, 2, 4, 8)
 QUICK_CHUNKS, QUICK_STREAMS = (4, 16, 32), (1, 2, 4)
 MAX_STREAMS = max(STREAMS)  # streams created on the device, whichever preset runs
@@ -31,9 +31,7 @@ PRESETS = Presets(full=Preset(DEFAULT_SIZE, CHUNKS, STREAMS), quick=Preset(QUICK
 
 def check_knobs(config: RunConfig, host: Facts) -> None:
     """--size under 4 MiB leaves chunks too small to time: exit 2 before anything runs."""
-    size = config.options.size
-    if size is not None and size < MIN_SIZE:
-        raise UsageError(f"--size {size!r}: must be at least 4M")
+    SIZE.check(config.options.size)  # the range the CLI checks too, declared once (declared.py)
 
 
 def requested_bytes(config: RunConfig, preset: Preset) -> int:

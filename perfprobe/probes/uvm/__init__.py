@@ -12,6 +12,7 @@ from perfprobe.host.facts import Facts
 from perfprobe.model import Assessment
 from perfprobe.probe import Gpu, Probe
 from perfprobe.probes.uvm import rules, tables
+from perfprobe.probes.uvm.declared import DECLARED
 from perfprobe.probes.uvm.figures import TO_GPU, TO_HOST, Raw
 from perfprobe.stability import NotBelow, Relation
 
@@ -44,6 +45,6 @@ def judge(raw: Raw, host: Facts) -> Assessment:
                       facts=tables.facts(raw), key_figure=tables.key_figure(raw))
 
 
-PROBE = Probe(name="uvm", title="Unified memory: on-demand migration, prefetch, advice, zero-copy",
+PROBE = Probe(name=DECLARED.name, title="Unified memory: on-demand migration, prefetch, advice, zero-copy",
               judge=judge, measure_module="perfprobe.probes.uvm.measure", requires=(Gpu(),),
               relations=RELATIONS, spread_bound=SPREAD_BOUND)

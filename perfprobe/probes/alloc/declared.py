@@ -1,0 +1,17 @@
+"""What `perfprobe alloc` declares (read without importing the probe): options, headline figures, no
+key figures. Whether an --allocator file exists is checked by check_knobs (the probe's __init__)."""
+
+from perfprobe.declaration import Declared, ProbeOption
+
+DECLARED = Declared(
+    name="alloc", help="Allocation: malloc/free per allocator and thread count, pools, first touch, copy against move.",
+    options=(
+        ProbeOption("--size", "bytes", "Largest buffer (first touch, DRAM memcpy), at least {minimum}, e.g. 256M "
+                    "(default: 128M first touch, 4x the last-level cache copied; within a quarter of the available "
+                    "memory).", minimum=4 << 20),
+        ProbeOption("--allocator", "files", "Also measure this allocator library (exports malloc and free); "
+                    "repeatable. jemalloc, tcmalloc and mimalloc are looked for anyway.", field="allocators"),
+    ),
+    headline=("malloc_ns.1t.mixed", "malloc_ns.all.mixed", "pool_speedup.1t.mixed", "first_touch_ns.4K"),
+    key_figures=(),
+)

@@ -1,0 +1,17 @@
+"""What `perfprobe cache` declares (read without importing the probe): options, headline and key figures."""
+
+from perfprobe.declaration import Declared, ProbeOption
+
+DECLARED = Declared(
+    name="cache", help="Cache hierarchy: latency curve, level sizes, bandwidth, line size, prefetch, huge pages.",
+    options=(
+        ProbeOption("--max-size", "bytes", "Largest working set, {minimum} to {maximum}, e.g. 1G (default: 4x the "
+                    "last-level cache; never more than a quarter of the memory available, or of the bound node's "
+                    "free memory).", minimum=64 << 10),
+        ProbeOption("--repeats", "count", "Timed repeats per point, {minimum} to {maximum} (the median is "
+                    "reported).", minimum=1, maximum=1000),
+    ),
+    headline=("latency_ns.L1", "latency_ns.L2", "latency_ns.L3", "latency_ns.DRAM", "read_gbs.DRAM.all",
+              "seq_over_random", "line_bytes"),
+    key_figures=("latency_ns.L?", "latency_ns.DRAM", "read_gbs.DRAM.1t", "read_gbs.DRAM.all"),
+)

@@ -1,0 +1,14 @@
+"""What `perfprobe gpumem` declares (read without importing the probe): --size (at least 16 MiB, more
+than any GPU's L2), headline and key figures."""
+
+from perfprobe.declaration import Declared, ProbeOption
+
+SIZE = ProbeOption("--size", "bytes", "Buffer size, at least {minimum}, e.g. 256M or 1G.", minimum=16 << 20)
+"""16 MiB: a smaller buffer is smaller than any GPU's L2 (plan.check_knobs)."""
+
+DECLARED = Declared(
+    name="gpumem", help="Inside the GPU: DRAM bandwidth against its peak, coalescing, banks, occupancy, tiling.",
+    options=(SIZE,), gpu=True,
+    headline=("dram_gbs.read", "dram_fraction_of_peak", "coalesce_slowdown.stride32", "bank_conflict_slowdown.32way"),
+    key_figures=("dram_gbs.read",),
+)

@@ -1,0 +1,14 @@
+"""What `perfprobe pinned` declares (read without importing the probe): --size (its minimum is the
+sweep's first copy, plan.MIN_SIZE), headline and key figures."""
+
+from perfprobe.declaration import Declared, ProbeOption
+
+SIZE = ProbeOption("--size", "bytes", "Buffer size, at least {minimum}, e.g. 256M or 1G.", minimum=64 << 10)
+"""64 KiB: the sweep's first copy (plan.sweep_sizes starts there)."""
+
+DECLARED = Declared(
+    name="pinned", help="Host-GPU copies: pageable against pinned, link rate, blocking, pinning cost.",
+    options=(SIZE,), gpu=True,
+    headline=("pinned.h2d_gbs", "pinned.d2h_gbs", "pageable.h2d_gbs", "link.fraction_h2d"),
+    key_figures=("pinned.h2d_gbs", "pinned.d2h_gbs", "link.rate_gbs"),
+)

@@ -1,0 +1,14 @@
+"""What `perfprobe streams` declares (read without importing the probe): --size, headline figures, no
+key figures."""
+
+from perfprobe.declaration import Declared, ProbeOption
+
+SIZE = ProbeOption("--size", "bytes", "Buffer size, at least {minimum}, e.g. 256M or 1G.", minimum=4 << 20)
+"""4 MiB: below it the chunks are too small to time."""
+
+DECLARED = Declared(
+    name="streams", help="Copy/compute overlap across CUDA streams: chunks x streams against the ideal.",
+    options=(SIZE,), gpu=True,
+    headline=("best.speedup", "best.efficiency", "both_directions_gbs"),
+    key_figures=(),
+)
