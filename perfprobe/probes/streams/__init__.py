@@ -9,12 +9,14 @@ much host work hides behind GPU work. judge() is pure: rules.py and tables.py, b
 
 from __future__ import annotations
 
+from typing import Any, Mapping
+
 from perfprobe.host.facts import Facts
 from perfprobe.model import Assessment
 from perfprobe.probe import Gpu, Probe
 from perfprobe.probes.streams import rules, tables
 from perfprobe.probes.streams.declared import DECLARED
-from perfprobe.probes.streams.figures import Raw
+from perfprobe.probes.streams.figures import typed
 from perfprobe.probes.streams.plan import check_knobs
 from perfprobe.stability import AtMost, NotBelow, Relation
 
@@ -36,8 +38,9 @@ RELATIONS: tuple[Relation, ...] = (
 )
 
 
-def judge(raw: Raw, host: Facts) -> Assessment:
+def judge(recorded: Mapping[str, Any], host: Facts) -> Assessment:
     """The recorded numbers → findings, metrics and tables."""
+    raw = typed(recorded)
     return Assessment(summary=tables.summary(raw), metrics=tables.metrics(raw),
                       findings=tuple(rules.findings(raw, host)), tables=tables.tables(raw),
                       facts=tables.facts(raw), key_figure=tables.key_figure(raw))

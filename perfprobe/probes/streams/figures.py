@@ -12,11 +12,62 @@ Efficiency = ideal / measured.
 
 from __future__ import annotations
 
-from typing import Any, Mapping
+from typing import Any, Mapping, Optional, TypedDict, cast
 
+from perfprobe.probes.gpu_raw import Budget, Device, GpuActivity
 from perfprobe.stats import Stat, rate_stat
 
-Raw = Mapping[str, Any]
+
+class Config(TypedDict, total=False):
+    """One pipeline run: chunks x streams, its time over the repeats and whether its result checked out."""
+
+    chunks: int
+    streams: int
+    ms: Stat
+    enqueue_ms: Stat
+    gate_ms: float
+    verified: bool
+    mismatches: int
+    max_abs_error: float
+    tolerance: float
+
+
+class HostOverlap(TypedDict, total=False):
+    gpu_ms: float
+    host_ms: float
+    sync_ms: float
+    async_ms: float
+    host_work_repeats: int
+
+
+class StreamsRaw(TypedDict, total=False):
+    """What measure() returns (docs/probes/streams.md)."""
+
+    device: Device
+    size_bytes: int
+    elements: int
+    quick: bool
+    iters: int
+    coefficients: dict[str, float]
+    stage_ms: dict[str, float]
+    """h2d, kernel, d2h and both (both directions at once): the medians the ideal is computed from."""
+    stage_stats: dict[str, Stat]
+    both_gbs: float
+    both_ms: dict[str, float]
+    serial: Config
+    configs: list[Config]
+    breakers: dict[str, Config]
+    host_overlap: Optional[HostOverlap]
+    gpu_activity: GpuActivity
+    budget: Budget
+
+
+Raw = StreamsRaw
+
+
+def typed(raw: Mapping[str, Any]) -> StreamsRaw:
+    """The raw dict under its shape's name (no copy, no check: it is measure()'s or a recording)."""
+    return cast(StreamsRaw, raw)
 
 
 def ideal_ms(stages: Mapping[str, float], chunks: int) -> float:
@@ -30,23 +81,23 @@ def ideal_ms(stages: Mapping[str, float], chunks: int) -> float:
     return float(min(serial, max(engines, link)))
 
 
-def median_ms(config: Mapping[str, Any]) -> float:
+def median_ms(config: Config) -> float:
     return float(config["ms"]["median"])
 
 
-def measured_efficiency(raw: Raw, config: Mapping[str, Any]) -> float:
+def measured_efficiency(raw: Raw, config: Config) -> float:
     """The configuration's ideal time over its measured median, as measured (noise can pass 1)."""
     return ideal_ms(raw["stage_ms"], int(config["chunks"])) / median_ms(config)
 
 
-def efficiency(raw: Raw, config: Mapping[str, Any]) -> float:
+def efficiency(raw: Raw, config: Config) -> float:
     """Ideal over measured, never above its ceiling of 1: a pipeline that beat the ideal computed
     from the stages timed alone shows that ideal was no bound (noise in the stage or both-direction
     timings), and the measured time is then the best evidence of the bound: "at the ideal"."""
     return min(1.0, measured_efficiency(raw, config))
 
 
-def at_ideal_band(raw: Raw, config: Mapping[str, Any]) -> float | None:
+def at_ideal_band(raw: Raw, config: Config) -> float | None:
     """When the measured median is within the noise of the ideal (or beat it): the band, as a
     fraction (how far past the ideal, or the repeats' spread, whichever is larger); else None."""
     eff = measured_efficiency(raw, config)
@@ -56,9 +107,9 @@ def at_ideal_band(raw: Raw, config: Mapping[str, Any]) -> float | None:
     return band if eff >= 1.0 - spread else None
 
 
-def best_config(raw: Raw) -> Mapping[str, Any]:
+def best_config(raw: Raw) -> Config:
     """The fastest configuration whose result checked out (the fastest of all if none did)."""
-    configs: list[Mapping[str, Any]] = [c for c in raw["configs"] if c.get("verified")] or list(raw["configs"])
+    configs = [c for c in raw["configs"] if c.get("verified")] or list(raw["configs"])
     return min(configs, key=median_ms)
 
 
@@ -67,7 +118,7 @@ def speedup(raw: Raw) -> float:
     return median_ms(raw["serial"]) / median_ms(best_config(raw))
 
 
-def hidden_fraction(o: Mapping[str, float]) -> float:
+def hidden_fraction(o: HostOverlap) -> float:
     """Share of the shorter of host and GPU work that overlapping saved, within [0, 1] (the sync run
     also pays one more synchronisation, so the raw ratio can pass 1 by a hair)."""
     saved = (o["sync_ms"] - o["async_ms"]) / max(min(o["host_ms"], o["gpu_ms"]), 1e-9)
@@ -79,14 +130,13 @@ def best_ideal_ms(raw: Raw) -> float:
     return ideal_ms(raw["stage_ms"], int(best_config(raw)["chunks"]))
 
 
-def stage_stat(raw: Raw, stage: str) -> Mapping[str, Any] | None:
+def stage_stat(raw: Raw, stage: str) -> Stat | None:
     """The repeats behind one stage's median (recordings before stage_stats have none), only when
     they are the repeats of the median recorded in stage_ms."""
     stat = (raw.get("stage_stats") or {}).get(stage)
     if not stat or float(stat["median"]) != float(raw["stage_ms"][stage]):
         return None
-    found: Mapping[str, Any] = stat
-    return found
+    return stat
 
 
 def both_gbs_stat(raw: Raw) -> Stat | None:

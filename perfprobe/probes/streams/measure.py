@@ -14,7 +14,7 @@ from perfprobe.kernels import streams_kernels as sk
 from perfprobe.kernels import transfer_kernels as tk
 from perfprobe.probe import ProbeContext
 from perfprobe.probes.streams import plan
-from perfprobe.probes.streams.figures import best_config
+from perfprobe.probes.streams.figures import best_config, typed
 from perfprobe.probes.streams.plan import PRESETS, Preset
 from perfprobe.stats import summarize
 
@@ -111,7 +111,7 @@ def _pipelines(dev: sk.Device, host: dict[str, Any], elements: int, iters: int, 
             configs.append(_config(dev, host, pinned, elements, chunks, streams, iters,
                                    check=_check_same(host, "out")))
             task.advance()
-    best = best_config({"configs": configs})  # the one rule_overlap judges
+    best = best_config(typed({"configs": configs}))  # the one rule_overlap judges
     n, k = best["chunks"], best["streams"]
     pageable = (int(host["page_in"].ctypes.data), int(host["page_out"].ctypes.data))
     breakers = {
@@ -215,7 +215,7 @@ def remeasure(ctx: ProbeContext, raw: dict[str, Any], keys: tuple[str, ...]) -> 
                 pinned = (host["pin_in"], host["pin_out"])
                 serial = _config(dev, host, pinned, elements, 1, 1, iters, check=_check_reference(host, iters))
                 host["serial"][:] = host["out"]
-                best = best_config(raw)
+                best = best_config(typed(raw))
                 again = _config(dev, host, pinned, elements, best["chunks"], best["streams"], iters,
                                 check=_check_same(host, "out"))
                 out["configs"] = [again if c is best else c for c in raw["configs"]]

@@ -3,10 +3,11 @@ and efficiency arithmetic comes from figures.py, as the rules' does."""
 
 from __future__ import annotations
 
-from typing import Any, Mapping
+from typing import Any
 
 from perfprobe.model import Cell, Metric, Table
 from perfprobe.probes.streams.figures import (
+    HostOverlap,
     Raw,
     best_config,
     best_ideal_ms,
@@ -19,7 +20,7 @@ from perfprobe.probes.streams.figures import (
     speedup,
     stage_stat,
 )
-from perfprobe.stats import metric
+from perfprobe.stats import Stat, metric
 from perfprobe.units import format_bytes
 
 
@@ -54,8 +55,9 @@ def metrics(raw: Raw) -> dict[str, Metric]:
         out[f"stage_ms.{k}"] = metric(stat, "ms", 3) if stat else Metric(round(v, 3), "ms")
     for name, variant in (raw.get("breakers") or {}).items():
         out[f"{name}.slowdown"] = Metric(round(median_ms(variant) / median_ms(best), 3), "ratio")
-    if raw.get("host_overlap"):
-        out["host_overlap.hidden_fraction"] = Metric(round(hidden_fraction(raw["host_overlap"]), 3), "ratio")
+    overlap = raw.get("host_overlap")
+    if overlap:
+        out["host_overlap.hidden_fraction"] = Metric(round(hidden_fraction(overlap), 3), "ratio")
     return out
 
 
@@ -69,8 +71,9 @@ def facts(raw: Raw) -> dict[str, Any]:
 
 def tables(raw: Raw) -> tuple[Table, ...]:
     out = [stage_table(raw), config_table(raw), breaker_table(raw)]
-    if raw.get("host_overlap"):
-        out.append(host_table(raw["host_overlap"]))
+    overlap = raw.get("host_overlap")
+    if overlap:
+        out.append(host_table(overlap))
     return tuple(out)
 
 
@@ -86,7 +89,7 @@ def stage_table(raw: Raw) -> Table:
     return Table(title, ("stage", "ms", "GB/s"), tuple(rows))
 
 
-def _ms(entry: Mapping[str, Any]) -> str:
+def _ms(entry: Stat) -> str:
     return f"{entry['median']:.2f} [{entry['min']:.2f}-{entry['max']:.2f}]"
 
 
@@ -112,7 +115,7 @@ def breaker_table(raw: Raw) -> Table:
                  ("variant", "chunks", "streams", "ms", "efficiency", "checked"), tuple(rows))
 
 
-def host_table(o: Mapping[str, Any]) -> Table:
+def host_table(o: HostOverlap) -> Table:
     rows = ((round(o["gpu_ms"], 2), round(o["host_ms"], 2), round(o["sync_ms"], 2), round(o["async_ms"], 2)),)
     return Table("Host work beside GPU work (wall ms, medians)",
                  ("GPU alone", "host alone", "one after the other", "overlapped"), rows)
