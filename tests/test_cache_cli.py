@@ -8,16 +8,10 @@ import json
 import jsonschema
 import pytest
 
-from perfprobe import cli, load_schema
+from cli_invoke import invoke
+from perfprobe import load_schema
 
 SCHEMA = load_schema()
-
-
-def invoke(argv: list[str], capsys) -> tuple[int, str, str]:
-    with pytest.raises(SystemExit) as exit_info:
-        cli.main(argv)
-    captured = capsys.readouterr()
-    return exit_info.value.code, captured.out, captured.err
 
 
 @pytest.mark.parametrize("argv", [

@@ -9,27 +9,17 @@ from pathlib import Path
 import jsonschema
 import pytest
 
-from perfprobe import cli, load_schema, runner
-from perfprobe.errors import GpuUnavailable
-from perfprobe.kernels import cuda_runtime
+import fake_cuda
+from cli_invoke import invoke
+from perfprobe import load_schema, runner
 from perfprobe.registry import all_probe_names, load_probe
 
 DATA = Path(__file__).parent / "data"
 
 
-def invoke(argv: list[str], capsys) -> tuple[int, str, str]:
-    with pytest.raises(SystemExit) as exit_info:
-        cli.main(argv)
-    captured = capsys.readouterr()
-    return exit_info.value.code, captured.out, captured.err
-
-
 @pytest.fixture
 def no_gpu(monkeypatch):
-    def unavailable():
-        raise GpuUnavailable("cupy is not installed", cuda_runtime.CUPY_HINT)
-
-    monkeypatch.setattr(cuda_runtime, "load_cupy", unavailable)
+    fake_cuda.no_cupy(monkeypatch)
     host = json.loads((DATA / "gpumem_h200.json").read_text())["host"]
     monkeypatch.setattr(runner, "_read_host", lambda config: host)
 

@@ -5,16 +5,14 @@ figure."""
 
 from __future__ import annotations
 
-import ctypes
-import time
-from types import SimpleNamespace
-
 import pytest
 
+import fake_cuda
+from fake_cuda import FakeRuntime
 from perfprobe import runner
 from perfprobe.config import Knobs, RunConfig
-from perfprobe.errors import GpuUnavailable, ProbeSkipped
-from perfprobe.kernels import cuda_runtime, nvml
+from perfprobe.errors import ProbeSkipped
+from perfprobe.kernels import nvml
 from perfprobe.model import Verdict
 from perfprobe.probe import ProbeContext
 from perfprobe.probes import p2p
@@ -22,105 +20,11 @@ from perfprobe.probes.p2p import measure
 from perfprobe.progress import null_progress
 
 
-class CudaError(Exception):
-    def __init__(self, status: int) -> None:
-        super().__init__(f"status {status}")
-        self.status = status
-
-
-class FakeRuntime:
-    def __init__(self, count: int, peer: bool) -> None:
-        self.count, self.peer = count, peer
-        self.current = 0
-        self.live: dict[int, ctypes.Array] = {}
-        self.enabled: set[tuple[int, int]] = {(1, 0)} if count > 1 else set()  # found on, to be kept
-        self.peer_copies = 0
-
-    def getDeviceCount(self) -> int:
-        return self.count
-
-    def malloc(self, nbytes: int) -> int:
-        buffer = ctypes.create_string_buffer(nbytes)
-        self.live[ctypes.addressof(buffer)] = buffer
-        return ctypes.addressof(buffer)
-
-    def free(self, ptr: int) -> None:
-        del self.live[ptr]
-
-    def memset(self, ptr: int, value: int, nbytes: int) -> None:
-        ctypes.memset(ptr, value, nbytes)
-
-    def deviceSynchronize(self) -> None:
-        pass
-
-    def memGetInfo(self) -> tuple[int, int]:
-        return 64 << 20, 16 << 30
-
-    def deviceCanAccessPeer(self, device: int, peer: int) -> int:
-        return int(self.peer)
-
-    def deviceEnablePeerAccess(self, peer: int) -> None:
-        if (self.current, peer) in self.enabled:
-            raise CudaError(704)
-        self.enabled.add((self.current, peer))
-
-    def deviceDisablePeerAccess(self, peer: int) -> None:
-        if (self.current, peer) not in self.enabled:
-            raise CudaError(705)
-        self.enabled.remove((self.current, peer))
-
-    def memcpyPeerAsync(self, dst: int, dst_device: int, src: int, src_device: int, nbytes: int, stream: int) -> None:
-        self.peer_copies += 1
-        ctypes.memmove(dst, src, nbytes)
-
-    def deviceGetPCIBusId(self, device: int) -> str:
-        return f"0000:{device + 0x10:02x}:00.0"
-
-    def getDeviceProperties(self, device: int) -> dict:
-        return {"name": b"Fake GPU", "totalGlobalMem": 16 << 30, "asyncEngineCount": 2, "concurrentKernels": 1,
-                "multiProcessorCount": 4, "major": 9, "minor": 0}
-
-    def runtimeGetVersion(self) -> int:
-        return 13000
-
-    driverGetVersion = runtimeGetVersion
-
-
-class FakeEvent:
-    def __init__(self) -> None:
-        self.at = 0.0
-
-    def record(self, stream=None) -> None:
-        time.sleep(1e-5)
-        self.at = time.perf_counter()
-
-    def synchronize(self) -> None:
-        pass
-
-
-def fake_cupy(runtime: FakeRuntime) -> SimpleNamespace:
-    class Device:
-        def __init__(self, index: int = 0) -> None:
-            self.index = index
-
-        def __enter__(self):
-            self.before, runtime.current = runtime.current, self.index
-            return self
-
-        def __exit__(self, *exc) -> None:
-            runtime.current = self.before
-
-    stream = lambda non_blocking=False: SimpleNamespace(ptr=1, wait_event=lambda e: None)  # noqa: E731
-    cuda = SimpleNamespace(runtime=runtime, Stream=stream, Event=FakeEvent, Device=Device,
-                           get_elapsed_time=lambda a, b: (b.at - a.at) * 1e3)
-    return SimpleNamespace(cuda=cuda)
-
-
 @pytest.fixture
 def fake(monkeypatch):
     def install(count: int = 3, peer: bool = True) -> FakeRuntime:
-        runtime = FakeRuntime(count, peer)
-        monkeypatch.setattr(cuda_runtime, "load_cupy", lambda: fake_cupy(runtime))
+        runtime = FakeRuntime(count, peer=peer, free_bytes=64 << 20, bus_id=lambda device: f"0000:{device + 0x10:02x}:00.0")
+        fake_cuda.install(monkeypatch, runtime)
         monkeypatch.setattr(nvml, "p2p_topology", lambda buses: {"gpus": {}, "pairs": {}, "error": "no NVML"})
         return runtime
     return install
@@ -164,10 +68,7 @@ def test_one_gpu_is_a_skip_with_the_reason(fake):
 
 
 def test_no_gpu_skips_like_the_other_gpu_probes_and_errors_under_require_gpu(monkeypatch):
-    def missing():
-        raise GpuUnavailable("cupy is not installed", cuda_runtime.CUPY_HINT)
-
-    monkeypatch.setattr(cuda_runtime, "load_cupy", missing)
+    fake_cuda.no_cupy(monkeypatch)
     (result,) = runner.run(["p2p"], RunConfig()).results
     assert result.verdict is Verdict.SKIP and "cupy is not installed" in result.summary and result.device is None
     report = runner.run(["p2p"], RunConfig(require_gpu=True))

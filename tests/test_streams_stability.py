@@ -7,12 +7,11 @@ from typing import Any
 
 import pytest
 
+import fake_cuda
+from fake_cuda import FakeRuntime, install, streams_kernels
 from perfprobe import stability
-from perfprobe.kernels import cuda_runtime
 from perfprobe.probes.streams import PROBE, figures, judge, measure
 from probe_stability import recorded, recordings_with
-from test_pinned_measure import FakeRuntime
-from test_streams_measure import context, fake_cupy
 
 RECORDINGS = recordings_with("streams")
 
@@ -45,8 +44,8 @@ def test_pipeline_times_carry_their_repeats_and_derived_ratios_stay_plain() -> N
 
 def test_measure_records_the_stages_repeats_and_the_metrics_carry_them(monkeypatch) -> None:
     runtime = FakeRuntime()
-    monkeypatch.setattr(cuda_runtime, "load_cupy", lambda: fake_cupy(runtime))
-    raw = measure.measure(context())
+    install(monkeypatch, runtime, streams_kernels())
+    raw = measure.measure(fake_cuda.context(4 << 20))
     assert set(raw["stage_stats"]) == set(raw["stage_ms"]) == {"h2d", "kernel", "d2h", "both"}
     for stage, stat in raw["stage_stats"].items():
         assert stat["repeats"] == 3 and len(stat["samples"]) == 3
@@ -112,9 +111,9 @@ def test_pipeline_repeats_that_disagree_are_unstable() -> None:
 
 def test_a_remeasured_overlap_keeps_the_stages_repeats_with_their_medians(monkeypatch) -> None:
     runtime = FakeRuntime()
-    monkeypatch.setattr(cuda_runtime, "load_cupy", lambda: fake_cupy(runtime))
-    raw = measure.measure(context())
-    again = measure.remeasure(context(), raw, ("overlap",))
+    install(monkeypatch, runtime, streams_kernels())
+    raw = measure.measure(fake_cuda.context(4 << 20))
+    again = measure.remeasure(fake_cuda.context(4 << 20), raw, ("overlap",))
     for stage in ("h2d", "kernel", "d2h", "both"):
         assert again["stage_stats"][stage]["median"] == again["stage_ms"][stage]
         assert judge(again, {"gpus": []}).metrics[f"stage_ms.{stage}"].spread is not None

@@ -9,13 +9,13 @@ from __future__ import annotations
 
 import json
 import sys
-import time
 import types
 from typing import Any
 
 import numpy as np
 import pytest
 
+from fake_cuda import FakeRuntime, fake_cupy
 from perfprobe.budget import MemoryBudget
 from perfprobe.config import Knobs, RunConfig
 from perfprobe.errors import GpuUnavailable, ProbeSkipped
@@ -28,93 +28,9 @@ from perfprobe.progress import null_progress
 MiB = 1 << 20
 
 
-class _RuntimeError(Exception):
-    pass
-
-
-class FakeRuntime:
-    """The subset of cupy.cuda.runtime the uvm probe calls, on host memory."""
-
-    CUDARuntimeError = _RuntimeError
-
-    def __init__(self, attributes: dict[int, int], host_location_fails: bool) -> None:
-        self.attributes = attributes
-        self.host_location_fails = host_location_fails
-        self.live: dict[int, np.ndarray] = {}
-        self.calls: list[str] = []
-
-    def _alloc(self, size: int) -> int:
-        buffer = np.empty(size, dtype=np.uint8)
-        self.live[buffer.ctypes.data] = buffer
-        return buffer.ctypes.data
-
-    def getDeviceCount(self) -> int:
-        return 1
-
-    def deviceGetAttribute(self, attribute: int, device: int) -> int:
-        return self.attributes.get(attribute, 1)
-
-    def getDeviceProperties(self, device: int) -> dict[str, Any]:
-        return {"name": b"Fake GPU", "totalGlobalMem": 1 << 34, "multiProcessorCount": 2,
-                "major": 9, "minor": 0, "asyncEngineCount": 2, "concurrentKernels": 1}
-
-    def runtimeGetVersion(self) -> int:
-        return 13000
-
-    def driverGetVersion(self) -> int:
-        return 13000
-
-    def memGetInfo(self) -> tuple[int, int]:
-        return 64 * MiB, 1 << 34
-
-    def mallocManaged(self, size: int, flags: int) -> int:
-        self.calls.append("mallocManaged")
-        return self._alloc(size)
-
-    def malloc(self, size: int) -> int:
-        return self._alloc(size)
-
-    def hostAlloc(self, size: int, flags: int) -> int:
-        assert flags == 2, "zero-copy needs cudaHostAllocMapped"
-        return self._alloc(size)
-
-    def free(self, ptr: int) -> None:
-        del self.live[ptr]
-
-    freeHost = free
-
-    def pointerGetAttributes(self, ptr: int) -> Any:
-        return types.SimpleNamespace(devicePointer=ptr)
-
-    def memPrefetchAsync(self, ptr: int, size: int, device: int, stream: int) -> None:
-        self._location("prefetch", device)
-
-    def memAdvise(self, ptr: int, size: int, advice: int, device: int) -> None:
-        self._location(f"advise{advice}", device)
-
-    def _location(self, what: str, device: int) -> None:
-        if device == -1 and self.host_location_fails:
-            raise _RuntimeError("cudaErrorInvalidDevice: invalid device ordinal")
-        self.calls.append(f"{what}:{device}")
-
-    def memcpyAsync(self, dst: int, src: int, size: int, kind: int, stream: int) -> None:
-        _view(dst, size, np.uint8)[:] = _view(src, size, np.uint8)
-
-
 def _view(ptr: int, size: int, dtype: Any) -> np.ndarray:
     from perfprobe.kernels.uvm_memory import host_view
     return host_view(ptr, size).view(dtype)
-
-
-class FakeArray:
-    def __init__(self) -> None:
-        self.value = np.zeros(1, dtype=np.uint64)
-
-    def fill(self, value: int) -> None:
-        self.value[:] = value
-
-    def get(self) -> np.ndarray:
-        return self.value.copy()
 
 
 class FakeKernel:
@@ -130,39 +46,11 @@ class FakeKernel:
             np.add(period, np.uint32(args[2]), out=_view(ptr, count * 4, np.uint32))
 
 
-class FakeEvent:
-    done = True
-
-    def record(self, stream: Any) -> None:
-        self.at = time.perf_counter()
-
-
-class _Context:
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        self.ptr = 1234
-
-    def __enter__(self) -> "_Context":
-        return self
-
-    def __exit__(self, *exc: Any) -> None:
-        return None
-
-
-def fake_cupy(attributes: dict[int, int] | None = None, host_location_fails: bool = True) -> Any:
-    runtime = FakeRuntime(attributes or {}, host_location_fails)
-    pool = types.SimpleNamespace(free_all_blocks=lambda: None)
-    cuda = types.SimpleNamespace(
-        runtime=runtime, Device=_Context, Stream=_Context, Event=FakeEvent,
-        get_elapsed_time=lambda a, b: max((b.at - a.at) * 1e3, 1e-3))
-    module = types.ModuleType("cupy")
-    module.cuda = cuda  # type: ignore[attr-defined]
-    module.uint64 = np.uint64  # type: ignore[attr-defined]
-    module.zeros = lambda n, dtype=None: FakeArray()  # type: ignore[attr-defined]
-    module.RawModule = lambda code, options=(): types.SimpleNamespace(  # type: ignore[attr-defined]
-        get_function=FakeKernel)
-    module.get_default_memory_pool = lambda: pool  # type: ignore[attr-defined]
-    module.get_default_pinned_memory_pool = lambda: pool  # type: ignore[attr-defined]
-    return module
+def uvm_cupy(attributes: dict[int, int] | None = None, host_location_fails: bool = True) -> Any:
+    """The shared fake cupy (tests/fake_cuda.py) with the uvm kernels in numpy."""
+    runtime = FakeRuntime(attributes=attributes, host_location_fails=host_location_fails, free_bytes=64 * MiB,
+                          properties={"totalGlobalMem": 1 << 34, "multiProcessorCount": 2}, mapped_host_alloc=True)
+    return fake_cupy(runtime, FakeKernel)
 
 
 def _ctx(**options: Any) -> ProbeContext:
@@ -185,7 +73,7 @@ def test_without_cupy_measure_says_gpu_unavailable(monkeypatch: pytest.MonkeyPat
 
 def test_every_path_runs_checks_its_sum_and_frees_its_memory(monkeypatch: pytest.MonkeyPatch,
                                                              no_bindings: None) -> None:
-    cupy = fake_cupy(host_location_fails=False)
+    cupy = uvm_cupy(host_location_fails=False)
     monkeypatch.setitem(sys.modules, "cupy", cupy)
     raw = measure.measure(_ctx())
     assert cupy.cuda.runtime.live == {}
@@ -203,7 +91,7 @@ def test_every_path_runs_checks_its_sum_and_frees_its_memory(monkeypatch: pytest
 
 def test_host_location_failure_without_bindings_skips_only_those_paths(
         monkeypatch: pytest.MonkeyPatch, no_bindings: None) -> None:
-    cupy = fake_cupy(host_location_fails=True)
+    cupy = uvm_cupy(host_location_fails=True)
     monkeypatch.setitem(sys.modules, "cupy", cupy)
     raw = measure.measure(_ctx())
     assert cupy.cuda.runtime.live == {}
@@ -218,13 +106,13 @@ def test_host_location_failure_without_bindings_skips_only_those_paths(
 
 
 def test_attributes_gate_paths(monkeypatch: pytest.MonkeyPatch) -> None:
-    cupy = fake_cupy({89: 0, 88: 0})  # no concurrentManagedAccess, no pageableMemoryAccess
+    cupy = uvm_cupy({89: 0, 88: 0})  # no concurrentManagedAccess, no pageableMemoryAccess
     monkeypatch.setitem(sys.modules, "cupy", cupy)
     raw = measure.measure(_ctx())
     assert "concurrentManagedAccess" in raw["paths"]["managed_prefetch"]["skipped"]
     assert "pageableMemoryAccess" in raw["paths"]["pageable_direct"]["skipped"]
     assert "time_s" in raw["paths"]["managed_on_demand"]
-    assert not any("prefetch" in call for call in cupy.cuda.runtime.calls)
+    assert not any("prefetch" in call for call in cupy.cuda.runtime.locations)
 
 
 def _budgets(device_free: int, host_available: int) -> tuple[MemoryBudget, MemoryBudget]:
@@ -300,7 +188,7 @@ def fake_bindings(monkeypatch: pytest.MonkeyPatch, cuda12: bool = False,
 def test_host_locations_fall_back_to_cuda_bindings_once(monkeypatch: pytest.MonkeyPatch,
                                                         cuda12: bool) -> None:
     calls = fake_bindings(monkeypatch, cuda12=cuda12)
-    cupy = fake_cupy(host_location_fails=True)
+    cupy = uvm_cupy(host_location_fails=True)
     monkeypatch.setitem(sys.modules, "cupy", cupy)
     raw = measure.measure(_ctx())
     assert "time_s" in raw["paths"]["host_prefetch"]
@@ -315,7 +203,7 @@ def test_host_locations_fall_back_to_cuda_bindings_once(monkeypatch: pytest.Monk
 
 def test_a_failing_fallback_skips_the_path_with_cudas_message(monkeypatch: pytest.MonkeyPatch) -> None:
     fake_bindings(monkeypatch, fails=True)
-    monkeypatch.setitem(sys.modules, "cupy", fake_cupy(host_location_fails=True))
+    monkeypatch.setitem(sys.modules, "cupy", uvm_cupy(host_location_fails=True))
     raw = measure.measure(_ctx())
     entry = raw["paths"]["host_prefetch"]
     assert entry["unavailable"] and "cudaErrorInvalidValue: invalid argument" in entry["skipped"]
