@@ -14,11 +14,13 @@ from perfprobe.model import Assessment
 from perfprobe.probe import Probe, PythonModule
 from perfprobe.probes.branch import rules, tables
 from perfprobe.probes.branch.declared import DECLARED
+from perfprobe.probes.branch.figures import typed
 from perfprobe.stability import NotBelow, Ordered
 
 
-def judge(raw: Mapping[str, Any], host: Facts) -> Assessment:
+def judge(recorded: Mapping[str, Any], host: Facts) -> Assessment:
     """Findings, metrics, tables and the period curve from the recorded numbers."""
+    raw = typed(recorded)
     return Assessment(summary=tables.summary(raw, host), metrics=tables.metrics(raw, host),
                       findings=rules.findings(raw, host), tables=tables.tables(raw),
                       curves=tables.curves(raw), facts=tables.facts(raw), key_figure=tables.key_figure(raw, host))

@@ -2,24 +2,79 @@
 
 from __future__ import annotations
 
-from typing import Any, Mapping, Optional, cast
+from typing import Any, Mapping, Optional, TypedDict, cast
 
 from perfprobe.stats import Stat, relative_spread
 
 MISS_RATE = 0.5          # the miss rate of a branch taken at random half the time
 PREDICTED_WITHIN = 0.25  # a period is "predicted" below sorted + 25% of (shuffled - sorted)
 
-Raw = Mapping[str, Any]
+
+
+class Case(TypedDict, total=False):
+    """One timed loop: ns per element over the repeats, and the passes over the array each timed."""
+
+    ns_per_element: Stat
+    passes: int
+    period: int
+    """Only in `periods`: the length of the repeating taken/not-taken pattern."""
+
+
+class Clock(TypedDict, total=False):
+    ghz: Stat
+    adds_per_run: int
+    how: str
+
+
+class ReportedClock(TypedDict, total=False):
+    cpuinfo_mhz: Optional[float]
+    max_mhz: Optional[float]
+
+
+class Check(TypedDict, total=False):
+    """What the compiled code holds: a branch in the branchy loop, none in the branch-free one."""
+
+    branch_in_code: bool
+    branch_instructions: list[str]
+    branch_free_has_branch: bool
+    how: str
+
+
+class BranchRaw(TypedDict, total=False):
+    """What measure() returns (docs/probes/branch.md)."""
+
+    method: str
+    elements: int
+    threshold: int
+    value_range: int
+    taken_fraction: float
+    clock: Clock
+    reported_clock: ReportedClock
+    loadavg: list[float]
+    check: Check
+    cases: dict[str, Case]
+    """sorted, shuffled, branch_free_sorted, branch_free_shuffled."""
+    periods: list[Case]
+    quick: bool
+    repeats: int
+
+
+Raw = BranchRaw
+
+
+def typed(raw: Mapping[str, Any]) -> BranchRaw:
+    """The raw dict under its shape's name (no copy, no check: it is measure()'s or a recording)."""
+    return cast(BranchRaw, raw)
 
 
 def case_stat(raw: Raw, case: str) -> Stat:
     """The repeats of one case (sorted, shuffled, branch_free_sorted, branch_free_shuffled), ns per element."""
-    return cast(Stat, raw["cases"][case]["ns_per_element"])
+    return raw["cases"][case]["ns_per_element"]
 
 
 def clock_stat(raw: Raw) -> Stat:
     """The repeats of the measured core clock, GHz."""
-    return cast(Stat, raw["clock"]["ghz"])
+    return raw["clock"]["ghz"]
 
 
 def ns(raw: Raw, case: str) -> float:
@@ -81,11 +136,12 @@ def reach(raw: Raw) -> tuple[Optional[int], Optional[int]]:
 
 def reported_ghz(raw: Raw) -> tuple[Optional[float], str]:
     """(the host's reported clock in GHz, which figure it is): cpufreq's maximum, else cpuinfo."""
-    rep = raw.get("reported_clock") or {}
-    if rep.get("max_mhz"):
-        return float(rep["max_mhz"]) / 1000, "cpufreq cpuinfo_max_freq"
-    if rep.get("cpuinfo_mhz"):
-        return float(rep["cpuinfo_mhz"]) / 1000, "/proc/cpuinfo cpu MHz"
+    rep = raw.get("reported_clock") or ReportedClock()
+    max_mhz, cpuinfo_mhz = rep.get("max_mhz"), rep.get("cpuinfo_mhz")
+    if max_mhz:
+        return float(max_mhz) / 1000, "cpufreq cpuinfo_max_freq"
+    if cpuinfo_mhz:
+        return float(cpuinfo_mhz) / 1000, "/proc/cpuinfo cpu MHz"
     return None, "none reported"
 
 
