@@ -1,7 +1,9 @@
 """The host facts that explain most regressions, flattened for side-by-side display.
 
-Kernel, governor, THP, huge pages, the locked-memory limit, NUMA balancing, usable CPUs, the GPU
-driver and each GPU's current link: a report's `host` object read into {"fact": "value"}.
+Kernel, governor, THP, huge pages, the locked-memory limit, NUMA balancing, usable CPUs, the cgroup
+CPU quota and memory limit, the GPU driver and each GPU's current link: a report's `host` object
+read into {"fact": "value"}. A report of a perfprobe that read no cgroup limits (no `cgroup`) has
+neither fact, so a baseline built from such reports judges neither.
 """
 
 from __future__ import annotations
@@ -25,12 +27,24 @@ def flat_facts(host: Mapping[str, Any]) -> dict[str, str]:
         "NUMA balancing": (host.get("numa") or {}).get("balancing"),
         "NUMA nodes": len((host.get("numa") or {}).get("nodes") or []) or None,
         "GPUs": len(host.get("gpus") or []),
+        **_cgroup(host),
     }
     for gpu in host.get("gpus") or []:
         pcie = gpu.get("pcie") or {}
         facts[f"GPU {gpu.get('index')} link"] = f"Gen{pcie.get('gen_current')} x{pcie.get('width_current')}"
         facts["GPU driver"] = gpu.get("driver_version")
     return {name: "unknown" if value is None else str(value) for name, value in facts.items()}
+
+
+def _cgroup(host: Mapping[str, Any]) -> dict[str, Any]:
+    """"CPU quota" ("0.2 CPUs", "unlimited") and "memory limit" ("300 MiB", "unlimited"), when read."""
+    from perfprobe.host.facts import cpu_quota, memory_limit
+
+    if not isinstance(host.get("cgroup"), Mapping):
+        return {}
+    quota, limit = cpu_quota(host), memory_limit(host)
+    return {"CPU quota": "unlimited" if quota is None else f"{quota:g} CPUs",
+            "memory limit": "unlimited" if limit is None else _limit(limit)}
 
 
 def differing(base: Mapping[str, str], new: Mapping[str, str]) -> list[tuple[str, str, str]]:

@@ -21,6 +21,9 @@ import typer
 
 from perfprobe.config import RunConfig
 from perfprobe.errors import UsageError
+from perfprobe.fleet import health_run
+from perfprobe.fleet.health_run import DEFAULT_DEADLINE_S
+from perfprobe.units import parse_ratio
 
 DEFAULT_PROBES = "host,cache"
 DEFAULT_STATE = Path("/var/tmp/perfprobe-healthcheck")
@@ -46,7 +49,11 @@ def healthcheck(
         prom: Annotated[Optional[Path], typer.Option("--prom", metavar="FILE", help="Also write node_exporter's textfile.")] = None,
         junit: Annotated[Optional[Path], typer.Option("--junit", metavar="FILE", help="Also write JUnit XML.")] = None,
         output: Annotated[Optional[Path], typer.Option("--output", "-o", metavar="FILE", help=(
-            "Also write the run's JSON report."))] = None) -> None:
+            "Also write the run's JSON report."))] = None,
+        deadline: Annotated[float, typer.Option("--deadline", metavar="SECONDS", show_default=False, help=(
+            f"Answer within this many seconds, confirmation included, 5 to 3600 (default {DEFAULT_DEADLINE_S:g}; "
+            "Slurm kills a health check at 60 s): a measurement still running then is stopped and the node "
+            "drained as slow."))] = DEFAULT_DEADLINE_S) -> None:
     """Slurm health check: measure quickly, judge against a baseline, drain or resume this node."""
     from perfprobe.fleet import healthcheck as hc
     from perfprobe.render import outputs
@@ -60,28 +67,59 @@ def healthcheck(
     if mode == "health" and not node_name and not dry_run:
         raise UsageError("no node name: run under slurmd (SLURMD_NODENAME) or give --node")
     rules = hc.load_policy(policy)
+    clock = health_run.Deadline(parse_ratio(deadline, "--deadline", 5, 3600))
     base = _baseline(baseline)
     config = RunConfig(quick=True, json=True, output=output, prom=prom, junit=junit)
     outputs.check_writable(outputs.targets(config))
-    report = _last_background(state) if detached else _measure(names, config)
-    if report is None:
-        _say(json_out, {"node": node_name, "healthy": None, "action": "none",
-                        "message": f"no finished background run in {state} yet; started one"})
-        raise typer.Exit(0)
-    group = _group(base, report["host"], baseline)
-    found = hc.problems(report, group, rules)
-    slow = sorted({key.split(":")[0].split("[")[0] for key in hc.regressed_metrics(found)})
-    if slow and not detached:  # confirm a timing before draining on it: re-measure those probes once
-        again = _measure(["host", *[n for n in slow if n != "host"]], RunConfig(quick=True, json=True))
-        found = hc.confirmed(found, hc.problems(again, group, rules))
+    if detached:
+        report = _last_background(state)
+        if report is None:
+            _say(json_out, {"node": node_name, "healthy": None, "action": "none",
+                            "message": f"no finished background run in {state} yet; started one"})
+            raise typer.Exit(0)
+        group = _group(base, report["host"], baseline)
+        found = hc.problems(report, group, rules)
+    else:
+        report, found = _checked_within(names, config, base, baseline, rules, clock)
     action = _act(mode, node_name, found, dry_run)
     message = hc.reason(found) if found else "healthy against the baseline"
-    held = hc.disturbed(report, "this run")
+    held = hc.disturbed(report, "this run") if report else []
     if held:  # facts and verdicts were judged; figures were not
         message += f" (no figure judged, the run was disturbed: {'; '.join(held)})"
     _say(json_out, {"node": node_name, "healthy": not found, "action": action, "message": message,
                     "problems": found})
     raise typer.Exit(1 if found else 0)
+
+
+def _checked_within(names: list[str], config: RunConfig, base: dict[str, Any], path: Path, rules: Any,
+                    clock: Any) -> tuple[dict[str, Any] | None, list[str]]:
+    """(the run's report or None, the problems), all before the deadline. The host facts are judged
+    first, in this process: a fact that differs from the baseline (a CPU quota, CPUs taken away)
+    drains without timing the node, so a node made slow by it answers at once with the reason; the
+    timings run in a child that the deadline stops (health_run.py), and a timing is confirmed by a
+    re-measurement before it drains, if the deadline leaves time for one."""
+    from perfprobe.fleet import healthcheck as hc
+    from perfprobe.host import read_host_facts
+
+    host = read_host_facts()
+    group = _group(base, host, path)
+    ahead = hc.problems({"host": host, "results": []}, group, rules)
+    asked = _outputs(config)
+    first = health_run.measure(["host"] if ahead else names, clock, asked)
+    if first.report is None:
+        return None, ahead + [str(first.problem)]
+    found = hc.problems(first.report, group, rules)
+    slow = sorted({key.split(":")[0].split("[")[0] for key in hc.regressed_metrics(found)})
+    if slow:  # confirm a timing before draining on it: re-measure those probes once
+        again = health_run.measure(["host", *[n for n in slow if n != "host"]], clock)
+        if again.report is None:
+            return first.report, [str(again.problem), *found]
+        found = hc.confirmed(found, hc.problems(again.report, group, rules))
+    return first.report, found
+
+
+def _outputs(config: RunConfig) -> dict[str, str | None]:
+    return {name: str(getattr(config, name)) if getattr(config, name) else None for name in ("output", "prom", "junit")}
 
 
 def _probe_names(text: str) -> list[str]:
@@ -111,17 +149,6 @@ def _group(base: dict[str, Any], host: dict[str, Any], path: Path) -> dict[str, 
         return bl.group_for(base, host, f"--baseline {path}")
     built = bl.build(judge([Loaded(str(path), base)]))
     return bl.group_for(built, host, f"--baseline {path}")
-
-
-def _measure(names: list[str], config: RunConfig) -> dict[str, Any]:
-    from perfprobe import runner
-    from perfprobe.render import outputs
-    from perfprobe.render.json import report_to_dict
-
-    report = runner.run(names, config)
-    for line in outputs.write_all(report, config):
-        sys.stderr.write(f"perfprobe: error: {line}\n")
-    return report_to_dict(report)
 
 
 def _last_background(state: Path) -> dict[str, Any] | None:

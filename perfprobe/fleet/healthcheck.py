@@ -5,7 +5,8 @@ of the `Policy` fields):
 - a probe that ended in `error` drains;
 - a probe the baseline's hosts measured that is skipped here drains (a GPU gone, CPUs taken away);
 - a host fact that differs from the baseline drains for the facts in `facts` (usable and online
-  CPUs, GPU count and links, NUMA nodes, the locked-memory limit, huge pages);
+  CPUs, the cgroup CPU quota and memory limit, GPU count and links, NUMA nodes, the locked-memory
+  limit, huge pages): "CPU quota 0.2 CPUs vs baseline unlimited";
 - a key metric worse than the baseline's median by more than max(`regression`, 3 of the baseline
   hosts' spreads), with a Mann–Whitney test of its repeats against the baseline hosts' pooled
   repeats significant (compare.judge), drains if a re-measurement of that probe shows it again (a timing is
@@ -35,6 +36,8 @@ from perfprobe.fleet.reports import result_key
 REASON_PREFIX = "perfprobe:"
 MAX_REASON = 200
 MEASURED = ("pass", "warn")
+SINCE_CGROUP = ("CPU quota", "memory limit")
+"""Facts that reports of older versions do not have: judged only where the baseline recorded them."""
 
 
 @dataclass(frozen=True)
@@ -43,8 +46,8 @@ class Policy:
     drain_on_warn: bool = False
     drain_on_skip: bool = True
     regression: float = 0.10
-    facts: tuple[str, ...] = ("usable CPUs", "online CPUs", "GPUs", "GPU * link", "NUMA nodes",
-                              "memlock", "huge pages")
+    facts: tuple[str, ...] = ("usable CPUs", "online CPUs", "CPU quota", "memory limit", "GPUs", "GPU * link",
+                              "NUMA nodes", "memlock", "huge pages")
     metrics: tuple[str, ...] = m.KEY_METRICS
     ignore: tuple[str, ...] = ()
 
@@ -136,6 +139,8 @@ def _fact_problems(report: Mapping[str, Any], group: Mapping[str, Any], policy: 
     here, there = flat_facts(report.get("host") or {}), group.get("facts") or {}
     out = []
     for name in sorted(set(here) | set(there)):
+        if name in SINCE_CGROUP and name not in there:
+            continue  # a baseline of reports that read no cgroup limits: nothing to judge them against
         if any(fnmatchcase(name, p) for p in policy.facts) and not _ignored(name, policy):
             if here.get(name, "absent") != there.get(name, "absent"):
                 out.append(f"{name} {here.get(name, 'absent')} vs baseline {there.get(name, 'absent')}")

@@ -1,0 +1,132 @@
+"""The health check's measurement, in a child process that must finish before a deadline.
+
+Slurm kills a HealthCheckProgram after 60 s and a killed check says nothing: the node is never
+drained, however slow it is. So `healthcheck` measures in a child (`python -m
+perfprobe.fleet.health_run SPEC`) and waits at most until its deadline; a child still running then
+is killed with its process group, and the check answers "ran past N s (the node is slow)" itself.
+The same child keeps an out-of-memory kill (a cgroup memory limit) from taking the check with it:
+the parent, which imports no kernel, is left to say so.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Sequence
+
+DEFAULT_DEADLINE_S = 40.0
+"""Well under Slurm's 60 s HealthCheckProgram limit, confirmation included: a healthy 2-CPU guest
+answers in about 5 s, the 16-CPU H200 guest in about 8 s (README: healthcheck)."""
+ACT_RESERVE_S = 4.0
+"""Left after the measurement for scontrol's `show node` and `update` (each answers in well under
+a second against a live slurmctld)."""
+
+
+def _process_start() -> float:
+    """When this process started, on the monotonic clock: the deadline counts the interpreter's
+    start-up too (seconds under a small CPU quota), since Slurm's 60 s do."""
+    try:
+        import psutil
+
+        age = time.time() - psutil.Process().create_time()
+    except Exception:  # noqa: BLE001 - psutil missing or /proc unreadable: count from now
+        age = 0.0
+    return time.monotonic() - max(0.0, min(age, 60.0))
+
+
+@dataclass
+class Deadline:
+    """Seconds from the check's start (this process's) until it must have answered."""
+
+    total_s: float
+    started: float = field(default_factory=_process_start)
+
+    def left(self, reserve: float = ACT_RESERVE_S) -> float:
+        return self.total_s - reserve - (time.monotonic() - self.started)
+
+    def slow(self) -> str:
+        return f"health check ran past {self.total_s:g} s (the node is slow)"
+
+
+@dataclass(frozen=True)
+class Measured:
+    """A finished run's report, or why there is none (a problem to drain on)."""
+
+    report: dict[str, Any] | None
+    problem: str | None = None
+
+
+def measure(names: Sequence[str], deadline: Deadline, outputs: dict[str, str | None] | None = None) -> Measured:
+    """Run `names` (quick) in a child; the report, or the problem when it ran past the deadline or died."""
+    with tempfile.TemporaryDirectory(prefix="perfprobe-healthcheck-") as folder:
+        out = Path(folder) / "report.json"
+        spec = {"names": list(names), "out": str(out), **(outputs or {})}
+        child = subprocess.Popen([sys.executable, "-m", "perfprobe.fleet.health_run", json.dumps(spec)],
+                                 stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, start_new_session=True)
+        try:
+            code = child.wait(timeout=max(0.0, deadline.left()))
+        except subprocess.TimeoutExpired:
+            _kill(child)
+            return Measured(None, deadline.slow())
+        if code < 0:
+            return Measured(None, f"health check's measurement killed by {_signal(-code)}{_oom_hint(-code)}")
+        try:
+            data = json.loads(out.read_text())
+        except (OSError, ValueError):
+            return Measured(None, f"health check's measurement ended with exit {code} and no report")
+        return Measured(data if isinstance(data, dict) else None)
+
+
+def _kill(child: subprocess.Popen[bytes]) -> None:
+    try:
+        os.killpg(child.pid, signal.SIGKILL)  # its own session: numba's workers and ipc's children too
+    except OSError:
+        child.kill()
+    child.wait()
+
+
+def _signal(number: int) -> str:
+    try:
+        return f"{signal.Signals(number).name}"
+    except ValueError:
+        return f"signal {number}"
+
+
+def _oom_hint(number: int) -> str:
+    if number != signal.SIGKILL:
+        return ""
+    from perfprobe.host.cgroup import memory_room_now
+
+    room = memory_room_now()
+    return "" if room is None else f" (out of memory? the cgroup memory limit is {room[1] >> 20} MiB)"
+
+
+def _child(spec_text: str) -> int:
+    """The child's side: run, write the asked outputs and the report (atomically); the runner's exit code."""
+    from perfprobe import runner
+    from perfprobe.config import RunConfig
+    from perfprobe.render import outputs
+    from perfprobe.render.json import report_to_dict
+
+    spec = json.loads(spec_text)
+    path = {k: Path(spec[k]) if spec.get(k) else None for k in ("output", "prom", "junit")}
+    config = RunConfig(quick=True, json=True, output=path["output"], prom=path["prom"], junit=path["junit"])
+    report = runner.run(spec["names"], config)
+    for line in outputs.write_all(report, config):
+        sys.stderr.write(f"perfprobe: error: {line}\n")
+    out = Path(spec["out"])
+    part = out.with_suffix(".part")
+    part.write_text(json.dumps(report_to_dict(report)))
+    os.replace(part, out)
+    return runner.exit_code(report)
+
+
+if __name__ == "__main__":
+    sys.exit(_child(sys.argv[1]))
