@@ -14,12 +14,14 @@ from perfprobe.model import Assessment
 from perfprobe.probe import Probe, PythonModule
 from perfprobe.probes.layout import rules, tables
 from perfprobe.probes.layout.declared import DECLARED
+from perfprobe.probes.layout.figures import typed
 from perfprobe.probes.layout.plan import FIELDS, WIDTHS
 from perfprobe.stability import NotBelow
 
 
-def judge(raw: Mapping[str, Any], host: Facts) -> Assessment:
+def judge(recorded: Mapping[str, Any], host: Facts) -> Assessment:
     """Findings, metrics, tables and the offset curves from the recorded numbers."""
+    raw = typed(recorded)
     return Assessment(summary=tables.summary(raw, host), metrics=tables.metrics(raw, host),
                       findings=rules.findings(raw, host), tables=tables.tables(raw),
                       curves=tables.curves(raw), facts=tables.facts(raw), key_figure=tables.key_figure(raw, host))

@@ -3,21 +3,90 @@
 from __future__ import annotations
 
 import statistics
-from typing import Any, Mapping, Optional, cast
+from typing import Any, Literal, Mapping, Optional, TypedDict, cast
 
 from perfprobe.probes.layout.plan import aligned, splits_line
 from perfprobe.stats import Stat, relative_spread, summarize
 
-Raw = Mapping[str, Any]
 SOA_MATTERS = 1.5        # SoA at least this much faster: the layout decides the loop's speed
 SPLIT_MATTERS = 1.3      # a split at least this much slower than aligned: worth avoiding
+
+
+class Load(TypedDict, total=False):
+    """One load offset: ns per load of independent loads (throughput) and of a dependent chain (latency)."""
+
+    offset: int
+    offset_in_page: int
+    throughput_ns: Stat
+    latency_ns: Stat
+
+
+class Split(TypedDict):
+    loads_per_run: int
+    chain_steps: int
+    by_width: dict[str, list[Load]]
+    """The line sweep per load width (bytes, as a string): one Load per offset."""
+
+
+class Level(TypedDict, total=False):
+    name: str
+    bytes: int
+    capped_by: Optional[str]
+
+
+class Record(TypedDict):
+    """One AoS or SoA loop: the level its records fit, K fields, the op, ns per record."""
+
+    level: str
+    fields: int
+    records: int
+    layout: str
+    op: str
+    passes: int
+    ns_per_record: Stat
+
+
+class Vector(TypedDict, total=False):
+    vector_bytes: int
+    how: str
+
+
+class LayoutRaw(TypedDict, total=False):
+    """What measure() returns (docs/probes/layout.md)."""
+
+    method: str
+    line_bytes: int
+    split_lines: int
+    split: Split
+    page: dict[str, dict[str, Load]]
+    """Per load width: "aligned" at a page start and "split" across a page boundary."""
+    levels: list[Level]
+    records: list[Record]
+    vector: dict[str, Vector]
+    """"aos.sum", "soa.update", ...: the widest vector the compiled loop uses."""
+    dram_flush: str
+    quick: bool
+    repeats: int
+
+
+Raw = LayoutRaw
+
+
+def typed(raw: Mapping[str, Any]) -> LayoutRaw:
+    """The raw dict under its shape's name (no copy, no check: it is measure()'s or a recording)."""
+    return cast(LayoutRaw, raw)
+
+
+def timing(load: Load, kind: str) -> Stat:
+    """A load's throughput or latency repeats."""
+    return load["throughput_ns"] if kind == "throughput" else load["latency_ns"]
 
 
 def widths(raw: Raw) -> list[int]:
     return sorted(int(w) for w in raw["split"]["by_width"])
 
 
-def statistic(kind: str) -> str:
+def statistic(kind: str) -> Literal["min", "median"]:
     """Which of a point's repeats stands for it: the fastest for throughput (what the core sustains,
     as STREAM reports its best run: on the Zen 4 guest back-to-back runs of one loop switch between
     ~0.75 and ~1 cycle a load for line-splitting 8-byte loads, in C and numba alike, so a median
@@ -28,7 +97,7 @@ def statistic(kind: str) -> str:
 def sweep(raw: Raw, width: int, kind: str = "throughput") -> list[tuple[int, float]]:
     """(offset, ns per load) of the line sweep; kind: throughput (best repeat) or latency (median)."""
     key = statistic(kind)
-    return [(int(p["offset"]), float(p[f"{kind}_ns"][key])) for p in raw["split"]["by_width"][str(width)]]
+    return [(int(p["offset"]), float(timing(p, kind)[key])) for p in raw["split"]["by_width"][str(width)]]
 
 
 def _where(raw: Raw, width: int, kind: str, keep: Any) -> list[float]:
@@ -74,7 +143,7 @@ def misaligned_penalty(raw: Raw, width: int, kind: str = "throughput") -> Option
 
 
 def page_ns(raw: Raw, width: int, case: str, kind: str = "throughput") -> float:
-    return float(raw["page"][str(width)][case][f"{kind}_ns"][statistic(kind)])
+    return float(timing(raw["page"][str(width)][case], kind)[statistic(kind)])
 
 
 def page_penalty(raw: Raw, width: int, kind: str = "throughput") -> float:
@@ -86,7 +155,7 @@ def record_stat(raw: Raw, level: str, fields: int, layout: str, op: str) -> Opti
     """One record point's repeats (median, spread), None when not measured."""
     for p in raw["records"]:
         if (p["level"], p["fields"], p["layout"], p["op"]) == (level, fields, layout, op):
-            return cast(Stat, p["ns_per_record"])
+            return p["ns_per_record"]
     return None
 
 
