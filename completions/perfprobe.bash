@@ -6,25 +6,25 @@ _perfprobe() {
         case "$word" in -*) ;; *) sub="$word"; break ;; esac
     done
     if [ -z "$sub" ]; then
-        COMPREPLY=($(compgen -W "host all cache falseshare numa layout branch ipc alloc pinned streams uvm gpumem p2p compare healthcheck report fleet --version --help" -- "$cur")); return
+        COMPREPLY=($(compgen -W "host cache falseshare numa layout branch alloc ipc pinned streams uvm gpumem p2p all compare healthcheck report fleet --version --help" -- "$cur")); return
     fi
     case "$sub" in
         host) opts="--json --output --fsroot --prom --junit --html --help"; files="--output --prom --junit --html"; dirs="--fsroot"; values="" ;;
-        all) opts="--json --output --quick --bind --device --require-gpu --prom --junit --html --help"; files="--output --prom --junit --html"; dirs=""; values="--bind --device" ;;
-        cache) opts="--json --output --quick --bind --prom --junit --html --max-size --repeats --help"; files="--output --prom --junit --html"; dirs=""; values="--bind --max-size --repeats" ;;
-        falseshare) opts="--json --output --quick --bind --prom --junit --html --max-spacing --threads --help"; files="--output --prom --junit --html"; dirs=""; values="--bind --max-spacing --threads" ;;
-        numa) opts="--json --output --quick --bind --prom --junit --html --size --help"; files="--output --prom --junit --html"; dirs=""; values="--bind --size" ;;
+        cache) opts="--json --output --quick --bind --max-size --repeats --prom --junit --html --help"; files="--output --prom --junit --html"; dirs=""; values="--bind --max-size --repeats" ;;
+        falseshare) opts="--json --output --quick --bind --max-spacing --threads --prom --junit --html --help"; files="--output --prom --junit --html"; dirs=""; values="--bind --max-spacing --threads" ;;
+        numa) opts="--json --output --quick --bind --size --prom --junit --html --help"; files="--output --prom --junit --html"; dirs=""; values="--bind --size" ;;
         layout) opts="--json --output --quick --bind --prom --junit --html --help"; files="--output --prom --junit --html"; dirs=""; values="--bind" ;;
         branch) opts="--json --output --quick --bind --prom --junit --html --help"; files="--output --prom --junit --html"; dirs=""; values="--bind" ;;
+        alloc) opts="--json --output --quick --bind --size --allocator --prom --junit --html --help"; files="--output --allocator --prom --junit --html"; dirs=""; values="--bind --size" ;;
         ipc) opts="--json --output --quick --bind --prom --junit --html --help"; files="--output --prom --junit --html"; dirs=""; values="--bind" ;;
-        alloc) opts="--json --output --quick --bind --prom --junit --html --size --allocator --help"; files="--output --prom --junit --html --allocator"; dirs=""; values="--bind --size" ;;
         pinned) opts="--json --output --quick --bind --device --require-gpu --size --prom --junit --html --help"; files="--output --prom --junit --html"; dirs=""; values="--bind --device --size" ;;
         streams) opts="--json --output --quick --bind --device --require-gpu --size --prom --junit --html --help"; files="--output --prom --junit --html"; dirs=""; values="--bind --device --size" ;;
         uvm) opts="--json --output --quick --bind --device --require-gpu --size --prom --junit --html --help"; files="--output --prom --junit --html"; dirs=""; values="--bind --device --size" ;;
         gpumem) opts="--json --output --quick --bind --device --require-gpu --size --prom --junit --html --help"; files="--output --prom --junit --html"; dirs=""; values="--bind --device --size" ;;
         p2p) opts="--json --output --quick --bind --device --require-gpu --size --prom --junit --html --help"; files="--output --prom --junit --html"; dirs=""; values="--bind --device --size" ;;
+        all) opts="--json --output --quick --bind --device --require-gpu --prom --junit --html --help"; files="--output --prom --junit --html"; dirs=""; values="--bind --device" ;;
         compare) opts="--json --threshold --mixed --all --help"; files=""; dirs=""; values="--threshold" ;;
-        healthcheck) opts="--baseline --mode --node --probes --policy --detached --state --dry-run --json --prom --junit --output --help"; files="--baseline --policy --prom --junit --output"; dirs="--state"; values="--mode --node --probes" ;;
+        healthcheck) opts="--baseline --mode --node --probes --policy --detached --state --dry-run --json --prom --junit --output --deadline --help"; files="--baseline --policy --prom --junit --output"; dirs="--state"; values="--mode --node --probes --deadline" ;;
         report) opts="--html --help"; files="--html"; dirs=""; values="" ;;
         fleet) opts="--expect --baseline-out --json --metrics --min-change --nodes --partition --out --help"; files="--baseline-out"; dirs="--out"; values="--expect --metrics --min-change --nodes --partition" ;;
     esac

@@ -1,4 +1,6 @@
-"""The command line: thin typer commands that build one RunConfig and hand it to the runner.
+"""The command line: typer commands, one per registered probe, generated from the probes' declarations
+(declared.py: their own options, ranges and help), with the options every command shares declared
+once here (COMMON); each builds one RunConfig and hands it to the runner.
 
 Kept light on purpose — `perfprobe --help` must answer in well under half a second — so nothing
 here imports numba, cupy or NVML; probes import their kernels when they run.
@@ -6,19 +8,21 @@ here imports numba, cupy or NVML; probes import their kernels when they run.
 
 from __future__ import annotations
 
+import inspect
 import os
 import sys
 from pathlib import Path
-from typing import Annotated, Any, Optional
+from typing import Annotated, Any, Callable, Optional
 
 import typer
 
 from perfprobe import __version__
 from perfprobe.cli_help import PlainArgsCommand
 from perfprobe.config import Knobs, RunConfig
+from perfprobe.declaration import Declared, ProbeOption
 from perfprobe.errors import UsageError
 from perfprobe.report_command import report as report_command
-from perfprobe.units import parse_count, parse_device, parse_size, size_word
+from perfprobe.units import parse_count, parse_device
 
 
 class _Group(typer.core.TyperGroup):
@@ -71,6 +75,22 @@ JunitOpt = Annotated[Optional[Path], typer.Option("--junit", metavar="FILE",
                                                   help="Also write JUnit XML to FILE (one test case per probe).")]
 HtmlOpt = Annotated[Optional[Path], typer.Option("--html", metavar="FILE", help="Also write an HTML report to FILE.")]
 
+COMMON: tuple[tuple[str, Any, Any, str], ...] = (
+    ("json", JsonOpt, False, "every"), ("output", OutputOpt, None, "every"),
+    ("quick", QuickOpt, False, "timed"), ("bind", BindOpt, None, "timed"),
+    ("device", DeviceOpt, None, "gpu"), ("require_gpu", RequireGpuOpt, False, "gpu"),
+    ("", None, None, "own"),  # the probe's own options go here
+    ("record", RecordOpt, None, "every"), ("prom", PromOpt, None, "every"), ("junit", JunitOpt, None, "every"),
+    ("html", HtmlOpt, None, "every"), ("replay", ReplayOpt, None, "every"),
+)
+"""The options every measuring command shares, declared once: (RunConfig field, typer annotation,
+default, which commands take it: every one, timed ones (--quick, --bind), GPU ones), in --help order."""
+ALL = Declared(name="all", help="Host facts, then every probe, then one summary table.", gpu=True)
+"""`perfprobe all`: every common option, no probe's own."""
+OWN_TYPES: dict[str, Any] = {"bytes": Optional[str], "count": Optional[int], "files": Optional[list[Path]],
+                             "dir": Optional[Path]}
+"""What typer hands over for each option kind (declaration.Kind); ProbeOption.parse checks the range."""
+
 
 def _version(value: bool) -> None:
     if value:
@@ -84,128 +104,60 @@ def _root(version: Annotated[bool, typer.Option("--version", callback=_version, 
     """perfprobe: performance is transport; measure it here."""
 
 
-@app.command()
-def host(json_out: JsonOpt = False, output: OutputOpt = None,
-         fsroot: Annotated[Optional[Path], typer.Option("--fsroot", metavar="DIR",
-                           help="Read a captured tree (DIR/sys, DIR/proc) instead of this host.")] = None,
-         record: RecordOpt = None, prom: PromOpt = None, junit: JunitOpt = None, html: HtmlOpt = None, replay: ReplayOpt = None) -> None:
-    """What this host is and how it is set up: CPUs, caches, NUMA, THP, governor, GPUs."""
-    _run(["host"], RunConfig(json=json_out, output=output, fsroot=fsroot, record=record, prom=prom, junit=junit, html=html, replay=replay))
+def _parameters(declared: Declared) -> list[inspect.Parameter]:
+    """The command's parameters: the common options it takes, its own in their place."""
+    takes = {"every": True, "timed": declared.timed, "gpu": declared.gpu}
+    params = []
+    for name, annotation, default, which in COMMON:
+        if which == "own":
+            params += [inspect.Parameter(option.name, inspect.Parameter.KEYWORD_ONLY, default=None,
+                                         annotation=_own_option(option)) for option in declared.options]
+        elif takes[which]:
+            params.append(inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, default=default,
+                                            annotation=annotation))
+    return params
 
 
-@app.command("all")
-def all_(json_out: JsonOpt = False, output: OutputOpt = None, quick: QuickOpt = False,
-         bind: BindOpt = None, device: DeviceOpt = None, require_gpu: RequireGpuOpt = False,
-         record: RecordOpt = None, prom: PromOpt = None, junit: JunitOpt = None, html: HtmlOpt = None, replay: ReplayOpt = None) -> None:
-    """Host facts, then every probe, then one summary table."""
-    from perfprobe.registry import all_probe_names
-
-    _run(all_probe_names(), RunConfig(json=json_out, output=output, quick=quick, bind=bind,
-                                      device=parse_device(device), require_gpu=require_gpu,
-                                      record=record, prom=prom, junit=junit, html=html, replay=replay))
+def _own_option(option: ProbeOption) -> Any:
+    return Annotated[OWN_TYPES[option.kind], typer.Option(option.flag, metavar=option.metavar,
+                                                          help=option.help_text)]
 
 
-@app.command()
-def cache(json_out: JsonOpt = False, output: OutputOpt = None, quick: QuickOpt = False,
-          bind: BindOpt = None, record: RecordOpt = None, prom: PromOpt = None, junit: JunitOpt = None, html: HtmlOpt = None, replay: ReplayOpt = None,
-          max_size: Annotated[Optional[str], typer.Option("--max-size", metavar="BYTES", help=(
-              "Largest working set, 64K to 1P, e.g. 1G (default: 4x the last-level cache; never more "
-              "than a quarter of the memory available, or of the bound node's free memory)."))] = None,
-          repeats: Annotated[Optional[int], typer.Option("--repeats", metavar="N",
-                             help="Timed repeats per point, 1 to 1000 (the median is reported).")] = None) -> None:
-    """Cache hierarchy: latency curve, level sizes, bandwidth, line size, prefetch, huge pages."""
-    options = Knobs(max_size=parse_size(max_size, "--max-size", minimum=64 << 10),
-                    repeats=parse_count(repeats, "--repeats", 1, 1000))
-    _run(["cache"], RunConfig(json=json_out, output=output, quick=quick, bind=bind, options=options,
-                              record=record, prom=prom, junit=junit, html=html, replay=replay))
+def _config(declared: Declared, values: dict[str, Any]) -> RunConfig:
+    """One RunConfig from a command's parsed values; each own option parsed and range-checked by
+    its declaration (UsageError: one line, exit 2), in declared order, then --device."""
+    knobs: dict[str, object] = {}
+    run: dict[str, object] = {}
+    for option in declared.options:
+        (run if option.into == "run" else knobs)[option.name] = option.parse(values.pop(option.name))
+    device = parse_device(values.pop("device", None))
+    return RunConfig(**values, **run, device=device, options=Knobs.of(knobs))  # type: ignore[arg-type]
 
 
-@app.command()
-def falseshare(json_out: JsonOpt = False, output: OutputOpt = None, quick: QuickOpt = False,
-               bind: BindOpt = None, record: RecordOpt = None, prom: PromOpt = None, junit: JunitOpt = None, html: HtmlOpt = None, replay: ReplayOpt = None,
-               max_spacing: Annotated[Optional[str], typer.Option("--max-spacing", metavar="BYTES", help=(
-                   "Widest counter spacing: a power of two from 256 to 1M (default 256)."))] = None,
-               threads: Annotated[Optional[int], typer.Option("--threads", metavar="N", help=(
-                   "Threads for the many-thread runs: 2 to the usable CPUs (under --bind, the node's; "
-                   "default: all of them)."))] = None) -> None:
-    """False sharing: cost per counter spacing, padding to use, core-to-core latency."""
-    spacing = parse_size(max_spacing, "--max-spacing", minimum=256, maximum=1 << 20, power_of_two=True)
-    _run(["falseshare"], RunConfig(json=json_out, output=output, quick=quick, bind=bind,
-                                   options=Knobs(max_spacing=spacing,
-                                                 threads=parse_count(threads, "--threads", 2, 4096)),
-                                   record=record, prom=prom, junit=junit, html=html, replay=replay))
+def probe_command(declared: Declared, names: Callable[[], list[str]] | None = None) -> Callable[..., None]:
+    """The typer command function of a declared probe (`names`: the probes it runs; default its own)."""
+
+    def command(**values: Any) -> None:
+        _run(names() if names else [declared.name], _config(declared, values))
+
+    params = _parameters(declared)
+    command.__signature__ = inspect.Signature(params)  # type: ignore[attr-defined]
+    command.__annotations__ = {p.name: p.annotation for p in params}
+    command.__doc__ = declared.help
+    command.__name__ = declared.name
+    return command
 
 
-@app.command()
-def numa(json_out: JsonOpt = False, output: OutputOpt = None, quick: QuickOpt = False,
-         bind: BindOpt = None, record: RecordOpt = None, prom: PromOpt = None, junit: JunitOpt = None, html: HtmlOpt = None, replay: ReplayOpt = None,
-         size: Annotated[Optional[str], typer.Option("--size", metavar="BYTES", help=(
-             "Working set per memory node, at least 16M, e.g. 256M (default: several times the "
-             "largest cache)."))] = None) -> None:
-    """NUMA: topology, latency and bandwidth matrices, remote penalties, placement."""
-    _run(["numa"], RunConfig(json=json_out, output=output, quick=quick, bind=bind,
-                             options=Knobs(size=parse_size(size, "--size", minimum=16 << 20)),
-                             record=record, prom=prom, junit=junit, html=html, replay=replay))
+def _register_probes(target: typer.Typer) -> None:
+    """A command per registered probe, in the registry's order, then `all`."""
+    from perfprobe.registry import all_probe_names, declarations
+
+    for declared in declarations():
+        target.command(declared.name)(probe_command(declared))
+    target.command("all")(probe_command(ALL, all_probe_names))
 
 
-def _cpu_command(name: str, doc: str) -> None:
-    """Register one CPU probe command with only the common options."""
-
-    def command(json_out: JsonOpt = False, output: OutputOpt = None, quick: QuickOpt = False,
-                bind: BindOpt = None, record: RecordOpt = None, prom: PromOpt = None, junit: JunitOpt = None,
-                html: HtmlOpt = None, replay: ReplayOpt = None) -> None:
-        _run([name], RunConfig(json=json_out, output=output, quick=quick, bind=bind, record=record,
-                               prom=prom, junit=junit, html=html, replay=replay))
-
-    command.__doc__ = doc
-    app.command(name)(command)
-
-
-_cpu_command("layout", "Data layout: split loads (line, page) against aligned, AoS against SoA per cache level.")
-_cpu_command("branch", "Branches: mispredict cost in cycles, predictor reach, what branch-free code saves.")
-_cpu_command("ipc", "IPC: round trips and streams over sockets, pipes, TCP and a shared-memory ring; event-loop cost.")
-
-
-@app.command()
-def alloc(json_out: JsonOpt = False, output: OutputOpt = None, quick: QuickOpt = False,
-          bind: BindOpt = None, record: RecordOpt = None, prom: PromOpt = None, junit: JunitOpt = None,
-          html: HtmlOpt = None, replay: ReplayOpt = None,
-          size: Annotated[Optional[str], typer.Option("--size", metavar="BYTES", help=(
-              "Largest buffer (first touch, DRAM memcpy), at least 4M, e.g. 256M (default: 128M first "
-              "touch, 4x the last-level cache copied; within a quarter of the available memory)."))] = None,
-          allocator: Annotated[Optional[list[Path]], typer.Option("--allocator", metavar="FILE", help=(
-              "Also measure this allocator library (exports malloc and free); repeatable. jemalloc, "
-              "tcmalloc and mimalloc are looked for anyway."))] = None) -> None:
-    """Allocation: malloc/free per allocator and thread count, pools, first touch, copy against move."""
-    options = Knobs(size=parse_size(size, "--size", minimum=4 << 20),
-                    allocators=tuple(str(p) for p in allocator or ()) or None)
-    _run(["alloc"], RunConfig(json=json_out, output=output, quick=quick, bind=bind, options=options,
-                              record=record, prom=prom, junit=junit, html=html, replay=replay))
-
-
-def _gpu_command(name: str, doc: str, min_size: int) -> None:
-    """Register one GPU probe command; `min_size` is the smallest --size its measurement can use."""
-
-    def command(json_out: JsonOpt = False, output: OutputOpt = None, quick: QuickOpt = False,
-                bind: BindOpt = None, device: DeviceOpt = None, require_gpu: RequireGpuOpt = False,
-                size: Optional[str] = typer.Option(None, "--size", metavar="BYTES", help=(
-                    f"Buffer size, at least {size_word(min_size)}, e.g. 256M or 1G.")),
-                record: RecordOpt = None, prom: PromOpt = None, junit: JunitOpt = None, html: HtmlOpt = None, replay: ReplayOpt = None) -> None:
-        options = Knobs(size=parse_size(size, "--size", minimum=min_size))
-        _run([name], RunConfig(json=json_out, output=output, quick=quick, bind=bind,
-                               device=parse_device(device), require_gpu=require_gpu,
-                               options=options, record=record, prom=prom, junit=junit, html=html, replay=replay))
-
-    command.__doc__ = doc
-    app.command(name)(command)
-
-
-_gpu_command("pinned", "Host-GPU copies: pageable against pinned, link rate, blocking, pinning cost.", 64 << 10)
-_gpu_command("streams", "Copy/compute overlap across CUDA streams: chunks x streams against the ideal.", 4 << 20)
-_gpu_command("uvm", "Unified memory: on-demand migration, prefetch, advice, zero-copy.", 1 << 20)
-_gpu_command("gpumem", "Inside the GPU: DRAM bandwidth against its peak, coalescing, banks, occupancy, tiling.", 16 << 20)
-_gpu_command("p2p", "GPU-to-GPU copies over NVLink or PCIe: peer access, bandwidth and latency matrices "
-             "against the links (all GPUs unless --device lists them).", 1 << 20)
+_register_probes(app)
 
 from perfprobe.fleet.commands import register as _register_fleet  # noqa: E402 - compare, fleet, healthcheck
 

@@ -1,7 +1,8 @@
 """The run configuration: one frozen object built by the CLI and read by every probe.
 
 Two things live here so that every probe does them the same way:
-- `Knobs`: the typed per-command options (validated by the CLI before anything runs);
+- `Knobs`: one command's option values (each probe declares its options in its declared.py; the
+  CLI parses and range-checks them there before anything runs);
 - `Presets`: a probe's full and `--quick` parameter sets, chosen in one place.
 Memory budgets live beside this in perfprobe/budget.py; `UsageError` (bad input, one line, exit 2)
 in perfprobe/errors.py.
@@ -9,33 +10,52 @@ in perfprobe/errors.py.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from pathlib import Path
-from typing import Generic, TypeVar
+from typing import Generic, Mapping, TypeVar
 
 P = TypeVar("P")
 
 
 @dataclass(frozen=True)
 class Knobs:
-    """Per-command options. None means "the probe's preset decides".
+    """One command's option values. None means "the probe's preset decides".
 
-    The CLI validates every user-facing knob before anything runs; the last group are test hooks
-    (smaller runs in `make test`), set only from Python, never from the command line.
+    What a command takes, its ranges and help, is each probe's declaration (declared.py); the CLI
+    builds Knobs from those with `Knobs.of`. The typed fields are the view mypy checks where the
+    pure plans read a value (`knobs.max_size`); a declared option with no field here lands in
+    `extra`, read with `knobs.get(name)`, so a new probe's options need no edit of this file
+    (tests/test_declarations.py keeps the fields and the declarations in step). The last group are
+    test hooks (smaller runs in `make test`), set only from Python, never from the command line.
     """
 
     max_size: int | None = None      # cache: largest working set (bytes)
-    repeats: int | None = None       # cache, uvm: timed repeats per point
+    repeats: int | None = None       # cache (and uvm, a test hook): timed repeats per point
     max_spacing: int | None = None   # falseshare: widest counter spacing (bytes, power of two)
     threads: int | None = None       # falseshare: threads for the many-thread runs
-    size: int | None = None          # numa, pinned, streams, uvm, and newer probes: buffer size (bytes)
+    size: int | None = None          # numa, alloc, pinned, streams, uvm, gpumem, p2p: buffer size (bytes)
     allocators: tuple[str, ...] | None = None  # alloc: more allocator libraries (paths) to measure
     # test hooks
-    iterations: int | None = None    # falseshare: updates per thread per run
+    iterations: int | None = None    # falseshare, alloc: updates or pairs per thread per run
     passes: int | None = None        # uvm: kernel passes over the buffer
     host_threads: int | None = None  # uvm: host threads writing managed memory
     steps: int | None = None         # numa: pointer-chase steps per latency point
     max_pairs: int | None = None     # numa: most (CPU node, memory node) pairs measured
+    extra: Mapping[str, object] = field(default_factory=dict, hash=False)
+    """Declared options with no typed field above, by name."""
+
+    @classmethod
+    def of(cls, values: Mapping[str, object]) -> Knobs:
+        """Knobs from option values by name: typed fields where one exists, the rest in `extra`."""
+        typed = {f.name for f in fields(cls)} - {"extra"}
+        return cls(**{k: v for k, v in values.items() if k in typed},  # type: ignore[arg-type]
+                   extra={k: v for k, v in values.items() if k not in typed})
+
+    def get(self, name: str) -> object:
+        """The value of option `name`, typed field or extra; None when not given."""
+        if name != "extra" and name in {f.name for f in fields(self)}:
+            return getattr(self, name)
+        return self.extra.get(name)
 
 
 @dataclass(frozen=True)
