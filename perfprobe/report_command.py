@@ -56,23 +56,42 @@ def load_all(paths: Sequence[Path]) -> list[tuple[str, Report]]:
 
 
 def load(path: Path) -> Report:
-    """One file as a Report: a saved report, a recording replayed, or host facts judged."""
+    """One file as a Report: a saved report, a recording replayed, or host facts judged. Read as
+    untrusted (perfprobe/untrusted.py) and checked against its schema first: exit 2, one line."""
+    from perfprobe import untrusted
+
     try:
-        data = json.loads(path.read_text())
-    except OSError as exc:
-        raise UsageError(f"report: {path}: cannot read ({exc.strerror or exc})") from exc
-    except ValueError as exc:
-        raise UsageError(f"report: {path}: not JSON ({exc}); truncated?") from exc
+        data = untrusted.parse(untrusted.read_file(path))
+    except untrusted.InputError as exc:
+        raise UsageError(f"report: {path}: {exc}") from exc
     if not isinstance(data, dict):
         raise UsageError(f"report: {path}: not a perfprobe report (a JSON object is expected)")
-    if "results" in data:
+    kind = _kind(data)
+    if kind is None:
+        raise UsageError(f"report: {path}: not a perfprobe report, recording or host facts "
+                         "(needs 'results', or 'host' and 'raw')")
+    if kind == "report" and data.get("schema_version") != SCHEMA_VERSION:
+        raise UsageError(f"report: {path}: schema version {data.get('schema_version')!r}; "
+                         f"this perfprobe reads {SCHEMA_VERSION}")
+    problem = untrusted.problem(data, kind)
+    if problem:
+        raise UsageError(f"report: {path}: {problem}")
+    if kind == "report":
         return report_from_dict(data, path)
-    if isinstance(data.get("host"), dict) and isinstance(data.get("raw"), dict):
+    if kind == "recording":
         return _replay(path, data["raw"])
+    return _judge_host_facts(path, data)
+
+
+def _kind(data: Mapping[str, Any]) -> str | None:
+    """Which shipped schema a file's data is meant to follow: report, recording or host (facts)."""
+    if "results" in data:
+        return "report"
+    if "host" in data and "raw" in data:
+        return "recording"
     if "cpu" in data and "cpus" in data:  # captured host facts (host_*_facts.json)
-        return _judge_host_facts(path, data)
-    raise UsageError(f"report: {path}: not a perfprobe report, recording or host facts "
-                     "(needs 'results', or 'host' and 'raw')")
+        return "host"
+    return None
 
 
 def report_from_dict(data: Mapping[str, Any], path: Path) -> Report:

@@ -344,12 +344,12 @@ def _listed_devices(probes: Sequence[Probe], listed: tuple[int, ...], replaying:
 
 def _load_replay(config: RunConfig) -> dict[str, Any]:
     assert config.replay is not None
+    from perfprobe import untrusted  # bounded, typed, depth-limited, schema-checked (recording.schema.json)
+
     try:
-        data = json.loads(config.replay.read_text())
-    except (OSError, ValueError) as exc:
-        raise UsageError(f"--replay {config.replay}: cannot read a recording ({exc})") from exc
-    if not isinstance(data, dict) or not isinstance(data.get("host"), dict) or not isinstance(data.get("raw"), dict):
-        raise UsageError(f"--replay {config.replay}: not a perfprobe recording (needs 'host' and 'raw')")
+        data: dict[str, Any] = untrusted.load(config.replay, "recording")
+    except untrusted.InputError as exc:
+        raise UsageError(f"--replay {config.replay}: {exc}") from exc
     return data
 
 

@@ -138,9 +138,9 @@ def test_folder_of_reports_gives_the_fleet_page(tmp_path):
 @pytest.mark.parametrize("content, message", [
     ("{not json", "not JSON"),
     ('{"schema_version": 1, "results": []}', "schema version 1; this perfprobe reads 2"),
-    ('{"schema_version": 2, "results": [{"probe": "cache"}]}', "damaged report"),
+    ('{"schema_version": 2, "results": [{"probe": "cache"}]}', "is a required property (schema report)"),
     ('{"schema_version": 2, "results": [{"probe": "cache", "verdict": "pass", "metrics": '
-     '{"x": {"value": 1, "unit": "ns", "stats": [1, 2]}}}]}', "damaged report"),
+     '{"x": {"value": 1, "unit": "ns", "stats": [1, 2]}}}]}', "is a required property (schema report)"),
     ('[1, 2]', "not a perfprobe report"),
     ('{"sizes_bytes": [1]}', "not a perfprobe report, recording or host facts"),
 ])

@@ -8,7 +8,7 @@ in the fleet the baseline was taken from does not widen what counts as normal.
 from __future__ import annotations
 
 from collections import Counter
-from typing import Any, Mapping
+from typing import Any, Mapping, Sequence
 
 from perfprobe import __version__
 from perfprobe.errors import UsageError
@@ -17,15 +17,12 @@ from perfprobe.fleet.facts import flat_facts
 from perfprobe.fleet.outliers import spread
 from perfprobe.fleet.peers import Fleet, Group
 from perfprobe.fleet.reports import BASELINE_KEY as KEY
+from perfprobe.fleet.reports import BASELINE_VERSION, numeric_metrics, verdicts
 from perfprobe.fleet.reports import is_baseline as is_baseline  # commands.py, health_command.py: bl.is_baseline
-from perfprobe.fleet.reports import numeric_metrics, verdicts
 from perfprobe.fleet.signature import differences, label, same_hardware, signature
 from perfprobe.host.identity import run_time_utc
 from perfprobe.stats import thinned
 
-BASELINE_VERSION = 2
-"""2: each metric keeps its hosts' values (`values`) and their repeats pooled (`samples`, at most
-POOLED a metric), which compare and the health check test a report's repeats against."""
 POOLED = 256
 
 
@@ -68,6 +65,26 @@ def check(data: Mapping[str, Any], source: str) -> None:
     if data.get(KEY) != BASELINE_VERSION or not isinstance(data.get("groups"), list):
         raise UsageError(f"{source}: baseline version {data.get(KEY)!r}; this perfprobe reads version "
                          f"{BASELINE_VERSION} (write a new one with fleet --baseline-out)")
+
+
+def require_figures(data: Mapping[str, Any], probes: Sequence[str], source: str) -> None:
+    """Exit 2 before anything is measured unless the baseline (or a peer's report) holds a usable
+    figure for every probe asked but `host` (judged by its facts): a check that can compare nothing
+    must never say healthy. A baseline of several groups passes when one of them holds each probe."""
+    if is_baseline(data):
+        held = [set(g.get("metrics") or {}) for g in data.get("groups") or ()]
+    else:
+        held = [set(numeric_metrics(data))]
+    for probe in (p for p in probes if p != "host"):
+        if not any(_probe_of(key) == probe for keys in held for key in keys):
+            what = "a baseline" if is_baseline(data) else "a report"
+            raise UsageError(f"{source}: {what} with no usable figure of {probe}; make it from runs of {probe} "
+                             f"(fleet --baseline-out over `all --quick` reports), or leave {probe} out of --probes")
+
+
+def _probe_of(key: str) -> str:
+    """'cache' of 'cache:latency_ns.L1', 'pinned' of 'pinned[1]:pinned.h2d_gbs'."""
+    return key.split(":", 1)[0].split("[", 1)[0]
 
 
 def group_for(data: Mapping[str, Any], host: Mapping[str, Any], source: str) -> dict[str, Any]:

@@ -70,7 +70,12 @@ def compare(base: Annotated[Path, typer.Argument(metavar="BASE", help="A report 
         base_name = base_in.name
         why = cmp.disturbed(base_in.data, "BASE") + cmp.disturbed(new_in.data, "NEW")
         notes.append(cmp.ONE_RUN_NOTE)
-    result = cmp.compare(ref, cmp.report_reference(new_in.data), facts, flat_facts(new_host),
+    new_ref = cmp.report_reference(new_in.data)
+    usable = [{k for k, f in side.items() if not f.unstable} for side in (ref, new_ref)]
+    if not usable[0] & usable[1]:  # nothing to compare is bad input, never "no regression"
+        raise UsageError(f"BASE {base} and NEW {new}: no usable figure in both ({len(usable[0])} in BASE, "
+                         f"{len(usable[1])} in NEW); compare runs of the same probes")
+    result = cmp.compare(ref, new_ref, facts, flat_facts(new_host),
                          cmp.probe_advice(new_in.data), threshold, judge_all=show_all, disturbed_because=why)
     result.notes += notes
     if json_out:
@@ -112,7 +117,7 @@ def fleet_show(paths: Annotated[Optional[List[Path]], typer.Argument(
     if not paths or len(files) < len(paths):
         if sys.stdin is None or sys.stdin.isatty():
             raise UsageError("give report files or folders, or pipe JSON lines on stdin ('-')")
-        stdin_text = sys.stdin.read()
+        stdin_text = reports.read_stdin()  # bounded as a file is (perfprobe/untrusted.py)
     inputs = reports.load_many(files, stdin_text)
     _judge_and_print(inputs, _hostlist(expect), baseline_out, json_out, metrics, min_change)
 
