@@ -1,9 +1,9 @@
 """What a metric means for comparison: which way is better, and whether it is a key figure.
 
 Pure tables keyed by metric name patterns (fnmatch on "probe:metric"; a GPU probe's "[N]" is taken
-off first). A probe added later needs no entry: its timings and rates are read by unit. No noise
-band is kept here: the noise of a figure comes from its own samples (compare.py) and from a
-baseline's spread across hosts.
+off first); the key figures come from the probes' declarations. Directions are read by unit, so a
+probe added later needs no entry here. No noise band is kept here: the noise of a figure comes
+from its own samples (compare.py) and from a baseline's spread across hosts.
 """
 
 from __future__ import annotations
@@ -11,30 +11,32 @@ from __future__ import annotations
 import re
 from fnmatch import fnmatchcase
 
+from perfprobe.registry import declarations
+
 HIGHER_UNITS = {"GB/s", "GiB/s", "MB/s", "Gops/s", "ops/s", "msg/s"}
 LOWER_UNITS = {"ns", "us", "µs", "ms", "s", "ms/GiB", "ns/op"}
 RATIO_HIGHER = ("*efficiency*", "*fraction*", "*speedup*")
 RATIO_LOWER = ("*slowdown*", "*remote_over_local*", "*host_over_device*")
 
-# Key figures: what `compare` judges by default, `fleet` looks for outliers in and the health check
-# drains on (the rest is judged by `compare --all`). Host facts that are counts are compared as
-# facts. Timings are: cache latency per level, DRAM read on one and all threads, false sharing's
-# atomic update at 64 B, NUMA latency and read per node pair, pinned H2D and D2H, the GPU's DRAM
-# read. Each of these keeps at least five repeats in --quick (their docs pages say so), enough for
-# a Mann-Whitney test to reach significance.
-KEY_METRICS = (
-    "host:cpus.online", "host:cpus.usable", "host:memory.total_bytes", "host:gpus", "host:numa.nodes",
-    "cache:latency_ns.L?", "cache:latency_ns.DRAM",
-    "cache:read_gbs.DRAM.1t", "cache:read_gbs.DRAM.all",
-    "falseshare:ns_per_update.atomic.64B", "falseshare:recommended_padding_bytes",
-    "numa:latency_ns.*", "numa:read_gbs.*",
-    "pinned:pinned.h2d_gbs", "pinned:pinned.d2h_gbs", "pinned:link.rate_gbs",
-    "gpumem:dram_gbs.read",
-)
-KNOWN_PROBES = {pattern.split(":")[0] for pattern in KEY_METRICS} | {
-    "layout", "branch", "alloc", "ipc", "streams", "uvm", "p2p"}
-"""Probes whose key figures are listed above (none, for some): a probe not known here yet has its
-every rate and timing taken for a key figure until it is listed."""
+
+def key_metrics() -> tuple[str, ...]:
+    """Key figures, "probe:pattern": what `compare` judges by default, `fleet` looks for outliers in
+    and the health check drains on (the rest is judged by `compare --all`), as each registered
+    probe declares them (Declared.key_figures in its declared.py). Each keeps at least five repeats
+    in --quick (their docs pages say so), enough for a Mann-Whitney test to reach significance."""
+    return tuple(f"{d.name}:{pattern}" for d in declarations() for pattern in d.key_figures or ())
+
+
+def known_probes() -> set[str]:
+    """Probes that declare their key figures (none, for some): a probe that declares none
+    (key_figures=None), or one no registry here knows, has its every rate and timing taken for a
+    key figure."""
+    return {d.name for d in declarations() if d.key_figures is not None}
+
+
+KEY_METRICS = key_metrics()
+"""The registered probes' key figures when this module was imported (the health check's default
+policy); is_key asks the registry each time, so a probe registered later counts too."""
 _DEVICE = re.compile(r"\[\d+\]:")
 
 
@@ -59,9 +61,9 @@ def better(key: str, unit: str) -> str | None:
 
 
 def is_key(key: str, unit: str, patterns: tuple[str, ...] | None = None) -> bool:
-    """A key figure: one of `patterns` when given; else listed above, or any rate or timing of a
-    probe this table does not know yet."""
+    """A key figure: one of `patterns` when given; else one a probe declares (key_metrics), or any
+    rate or timing of a probe that declares none (known_probes)."""
     name = generic(key)
-    if any(fnmatchcase(name, p) for p in (patterns or KEY_METRICS)):
+    if any(fnmatchcase(name, p) for p in (patterns or key_metrics())):
         return True
-    return patterns is None and name.split(":")[0] not in KNOWN_PROBES and better(key, unit) is not None
+    return patterns is None and name.split(":")[0] not in known_probes() and better(key, unit) is not None

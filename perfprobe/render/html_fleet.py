@@ -1,4 +1,5 @@
-"""The fleet page: hosts × key figures, grouped by hardware, coloured by distance from the group median.
+"""The fleet page: hosts × headline figures (each probe declares its own), grouped by hardware,
+coloured by distance from the group median.
 
 Distance is robust: |value - median| over the median absolute deviation (scaled to a standard
 deviation, 1.4826 × MAD) with a floor of 2% of the median, so identical hosts do not turn noise into
@@ -15,19 +16,10 @@ from typing import Any, Callable, Mapping, Sequence
 
 import plotly.graph_objects as go
 
+from perfprobe import registry
 from perfprobe.model import ProbeResult, Report, Verdict, host_name
 from perfprobe.render.html_page import badge, caption, esc, findings_list, part, table_html
 
-KEY_METRICS: dict[str, tuple[str, ...]] = {
-    "host": ("cpus.usable", "memory.total_bytes"),
-    "cache": ("latency_ns.L1", "latency_ns.L2", "latency_ns.L3", "latency_ns.DRAM", "read_gbs.DRAM.all",
-              "seq_over_random", "line_bytes"),
-    "falseshare": ("slowdown.atomic.8B", "recommended_padding_bytes", "scaling_efficiency.atomic"),
-    "numa": ("remote_over_local_latency.max", "latency_ns.0.0", "read_gbs.0.0"),
-    "pinned": ("pinned.h2d_gbs", "pinned.d2h_gbs", "pageable.h2d_gbs", "link.fraction_h2d"),
-    "streams": ("best.speedup", "best.efficiency", "both_directions_gbs"),
-    "uvm": ("ratio.managed_on_demand", "ratio.managed_prefetch", "gbs.explicit_copy", "gbs.zero_copy"),
-}
 UNITS_NOTE = "each metric in its own unit (text); colour: distance from the group median in robust deviations"
 OUTLIER = 3.5
 FLOOR = 0.02
@@ -68,12 +60,18 @@ def unstable_values(report: Report) -> dict[str, tuple[float, str, str]]:
 def _key_figures(report: Report) -> dict[str, tuple[float, str, str]]:
     values: dict[str, tuple[float, str, str]] = {}
     for result in report.results:
-        wanted = KEY_METRICS.get(result.probe) or tuple(result.metrics)[:4]
+        wanted = headline(result.probe) or tuple(result.metrics)[:4]
         for name in wanted:
             metric = result.metrics.get(name)
             if metric is not None and isinstance(metric.value, (int, float)) and not isinstance(metric.value, bool):
                 values[f"{_probe_name(result)} {name}"] = (float(metric.value), metric.unit, metric.unstable or "")
     return values
+
+
+def headline(probe: str) -> tuple[str, ...]:
+    """The figures a probe's columns head with: its declared headline (declared.py); () for a probe
+    this installation does not register (a report from another version: its first four metrics)."""
+    return registry.declaration(probe).headline if probe in registry.PROBE_MODULES else ()
 
 
 def distances(hosts: Sequence[Host], columns: Sequence[str]) -> dict[tuple[str, str], float]:
