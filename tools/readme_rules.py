@@ -1,6 +1,7 @@
-"""Gather each probe's verdict-rule table (docs/probes/<name>.md) into the README's rules section.
+"""Gather each probe's verdict-rule table (its docs page) into the README's rules section.
 
-The probe pages are the source; `make readme` rewrites the README between its rules markers and
+The probes and their pages come from the registry (each probe's declared.py names its page); the
+pages are the source; `make readme` rewrites the README between its rules markers and
 tests/test_readme.py fails when the README lags behind them.
 """
 
@@ -10,8 +11,11 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))  # run as a script from a checkout: perfprobe is the checkout's
+
+from perfprobe.registry import declarations  # noqa: E402
+
 BEGIN, END = "<!-- rules:begin -->", "<!-- rules:end -->"
-PROBES = ("host", "cache", "falseshare", "numa", "layout", "branch", "alloc", "ipc", "pinned", "streams", "uvm", "gpumem", "p2p")
 INTRO = """## Verdict rules
 
 Every rule is a plain function of measured numbers and host facts, unit-tested on numbers recorded
@@ -35,9 +39,10 @@ def rule_table(page: str) -> list[str]:
 
 def rules_section() -> str:
     parts = [BEGIN, INTRO]
-    for name in PROBES:
-        page = (ROOT / "docs" / "probes" / f"{name}.md").read_text()
-        parts.append(f"### {name} ([docs/probes/{name}.md](docs/probes/{name}.md))\n")
+    for declared in declarations():
+        name, path = declared.name, declared.docs_page
+        page = (ROOT / path).read_text()
+        parts.append(f"### {name} ([{path}]({path}))\n")
         parts.append("\n".join(rule_table(page)) + "\n")
     parts.append(END)
     return "\n".join(parts)
