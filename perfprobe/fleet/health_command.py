@@ -68,7 +68,7 @@ def healthcheck(
         raise UsageError("no node name: run under slurmd (SLURMD_NODENAME) or give --node")
     rules = hc.load_policy(policy)
     clock = health_run.Deadline(parse_ratio(deadline, "--deadline", 5, 3600))
-    base = _baseline(baseline)
+    base = _baseline(baseline, names)  # exit 2 unless it holds figures of the probes asked
     config = RunConfig(quick=True, json=True, output=output, prom=prom, junit=junit)
     outputs.check_writable(outputs.targets(config))
     if detached:
@@ -133,10 +133,13 @@ def _probe_names(text: str) -> list[str]:
     return names if names[0] == "host" else ["host", *[n for n in names if n != "host"]]
 
 
-def _baseline(path: Path) -> dict[str, Any]:
+def _baseline(path: Path, names: list[str]) -> dict[str, Any]:
+    from perfprobe.fleet import baseline as bl
     from perfprobe.fleet import reports
 
-    return dict(reports.load_one(path, "--baseline").data)
+    base = dict(reports.load_one(path, "--baseline").data)
+    bl.require_figures(base, names, f"--baseline {path}")
+    return base
 
 
 def _group(base: dict[str, Any], host: dict[str, Any], path: Path) -> dict[str, Any]:

@@ -19,7 +19,6 @@ Only nodes whose drain reason starts with REASON_PREFIX are ever resumed.
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, fields, replace
 from fnmatch import fnmatchcase
 from pathlib import Path
@@ -59,10 +58,12 @@ def load_policy(path: Path | None) -> Policy:
     """The default policy with a site's JSON overrides; an unknown key or bad value is exit 2."""
     if path is None:
         return DEFAULT_POLICY
+    from perfprobe import untrusted
+
     try:
-        data = json.loads(path.read_text())
-    except (OSError, ValueError) as exc:
-        raise UsageError(f"--policy {path}: cannot read a JSON policy ({exc})") from exc
+        data = untrusted.load(path, "policy")  # bounded, typed, schema/policy.schema.json
+    except untrusted.InputError as exc:
+        raise UsageError(f"--policy {path}: {exc}") from exc
     known = {f.name: f for f in fields(Policy)}
     if not isinstance(data, dict) or set(data) - set(known):
         raise UsageError(f"--policy {path}: keys must be among {', '.join(known)}")
