@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from perfprobe.registry import PROBE_MODULES
+from perfprobe.registry import PROBE_MODULES, declarations
 
 HEAVY = ("numba", "cupy", "cupyx", "pynvml", "llvmlite", "cuda")
 PROBES = Path(__file__).resolve().parents[1] / "perfprobe" / "probes"
@@ -36,6 +36,12 @@ def test_cli_start_up_imports_nothing_heavy() -> None:
     assert _heavy_after("import perfprobe.cli") == []
 
 
+def test_cli_start_up_reads_the_declarations_only() -> None:
+    """The commands are built from declared.py; no probe package's __init__, rules or tables runs."""
+    loaded = _modules_after("import perfprobe.cli")
+    assert {m for m in loaded if m.startswith("perfprobe.probes.")} == {f"{m}.declared" for m in PROBE_MODULES.values()}
+
+
 def test_probe_packages_and_their_pure_modules_import_no_kernel() -> None:
     modules = [*PROBE_MODULES.values(), *(f"{m}.{part}" for m in PROBE_MODULES.values() for part in PURE)]
     assert _heavy_after("import importlib\n" + "\n".join(f"importlib.import_module('{m}')" for m in modules)) == []
@@ -54,7 +60,9 @@ def test_every_probe_is_a_package_of_the_same_shape(name: str) -> None:
 
 
 def test_no_flat_probe_modules_remain() -> None:
-    assert sorted(p.name for p in PROBES.glob("*.py")) == ["__init__.py"]
+    """Every probe is a package; a flat module beside them is shared by several (gpu_raw.py's types)."""
+    assert {p.stem for p in PROBES.glob("*.py")} & set(PROBE_MODULES) == set()
+    assert sorted(p.name for p in PROBES.iterdir() if p.is_dir() and p.name != "__pycache__") == sorted(PROBE_MODULES)
 
 
 def _imported(path: Path) -> set[str]:
@@ -90,7 +98,7 @@ def test_the_import_reader_sees_relative_and_function_level_imports(tmp_path: Pa
 
 
 PACKAGE = PROBES.parent
-GPU_PROBES = ("pinned", "streams", "uvm")
+GPU_PROBES = tuple(d.name for d in declarations() if d.gpu)
 
 
 def _sources_containing(pattern: str) -> set[str]:
@@ -106,6 +114,17 @@ def test_nvml_is_called_from_one_module() -> None:
 def test_the_pcie_link_files_are_read_in_one_place() -> None:
     """host/pci.py reads them through SysRoot, for the host facts and the GPU probes alike."""
     assert _sources_containing(r"current_link_speed") == {"host/pci.py"}
+
+
+def test_the_gpu_probes_are_read_off_the_registry() -> None:
+    assert set(GPU_PROBES) == {"pinned", "streams", "uvm", "gpumem", "p2p"}
+
+
+def test_declarations_load_without_their_packages() -> None:
+    """--help reads every probe's declared.py: that loads none of the packages' rules or tables."""
+    loaded = _modules_after("from perfprobe.registry import declarations\ndeclarations()")
+    probes = {m for m in loaded if m.startswith("perfprobe.probes.")}
+    assert probes == {f"{m}.declared" for m in PROBE_MODULES.values()}
 
 
 def test_gpu_probe_packages_import_no_kernels_until_measured() -> None:
