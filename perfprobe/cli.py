@@ -26,7 +26,12 @@ from perfprobe.units import parse_count, parse_device
 
 
 class _Group(typer.core.TyperGroup):
-    """Plain help (no panels, no `<bool>` type column), and each command's first sentence in full."""
+    """perfprobe's command group: a command per registered probe (read off the registry each time
+    the group is built, so a probe registered later has its command), then the others; plain help
+    (no panels, no `<bool>` type column), and each command's first sentence in full."""
+
+    def __init__(self, *args: Any, commands: Optional[dict[str, Any]] = None, **kwargs: Any) -> None:
+        super().__init__(*args, commands={**_probe_commands(), **(commands or {})}, **kwargs)
 
     def format_commands(self, ctx: Any, formatter: Any) -> None:
         rows = [(name, " ".join((command.help or "").split("\n\n")[0].split()))
@@ -148,16 +153,21 @@ def probe_command(declared: Declared, names: Callable[[], list[str]] | None = No
     return command
 
 
-def _register_probes(target: typer.Typer) -> None:
-    """A command per registered probe, in the registry's order, then `all`."""
+def _probe_commands() -> dict[str, Any]:
+    """The click command of every registered probe, in the registry's order, then `all`'s."""
     from perfprobe.registry import all_probe_names, declarations
 
-    for declared in declarations():
-        target.command(declared.name)(probe_command(declared))
-    target.command("all")(probe_command(ALL, all_probe_names))
+    commands = [(declared.name, probe_command(declared)) for declared in declarations()]
+    commands.append(("all", probe_command(ALL, all_probe_names)))
+    return {name: _click_command(name, function) for name, function in commands}
 
 
-_register_probes(app)
+def _click_command(name: str, function: Callable[..., None]) -> Any:
+    """typer's click command for one function (an app of one command is that command)."""
+    single = typer.Typer(rich_markup_mode=None, add_completion=False, pretty_exceptions_enable=False)
+    single.command(name)(function)
+    return typer.main.get_command(single)
+
 
 from perfprobe.fleet.commands import register as _register_fleet  # noqa: E402 - compare, fleet, healthcheck
 
