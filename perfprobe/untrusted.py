@@ -120,7 +120,8 @@ def nonfinite_problem(data: Any) -> str | None:
     while stack:
         where, value = stack.pop()
         if isinstance(value, float) and not math.isfinite(value):
-            return f"{'at ' + where + ': ' if where else ''}{value} is not a finite number (JSON has no NaN or Infinity)"
+            word = "NaN" if math.isnan(value) else "Infinity" if value > 0 else "-Infinity"
+            return f"{'at ' + where + ': ' if where else ''}{word} is not a finite number (a number too large, or NaN)"
         if isinstance(value, dict):
             stack.extend((f"{where}.{k}" if where else str(k), v) for k, v in reversed(value.items()))
         elif isinstance(value, list):

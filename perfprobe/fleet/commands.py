@@ -165,7 +165,9 @@ def _judge_and_print(inputs: Any, expected: list[str], baseline_out: Path | None
     if baseline_out is not None:
         check_writable({"--baseline-out": baseline_out})
     if not inputs.reports:
-        why = "; ".join(f"{r.source}: {r.reason}" for r in inputs.rejected[:3]) or "no reports given"
+        unusable = [f"{r.source}: {r.reason}" for r in inputs.rejected] + [
+            f"{b.source}: a baseline, not a report" for b in inputs.baselines]
+        why = "; ".join(unusable[:3]) or "no reports given"
         raise UsageError(f"no usable report ({why})")
     patterns = tuple(p.strip() for p in metrics.split(",") if p.strip()) if metrics else None
     fleet = peers.judge(inputs.reports, inputs.rejected, expected, patterns, min_change=min_change)

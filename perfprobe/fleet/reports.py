@@ -163,7 +163,7 @@ def report_problem(data: Any) -> str | None:
     """Why `data` is not a perfprobe report this version reads (its version, then the shipped
     schema, then its figures: finite, of their unit's sign), or None."""
     if not isinstance(data, dict) or "results" not in data or "host" not in data:
-        return "not a perfprobe report (needs 'host' and 'results')"
+        return "not a perfprobe report (needs 'host' and 'results') or baseline (needs 'perfprobe_baseline')"
     version = data.get("schema_version")
     if version != SCHEMA_VERSION:
         return f"schema_version {version!r}; this perfprobe reads version {SCHEMA_VERSION}"
