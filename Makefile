@@ -5,7 +5,7 @@ BIN    := $(VENV)/bin
 # On a host with an NVIDIA driver, `make run` also installs cupy for the driver's CUDA major version.
 GPU_EXTRA := $(shell $(PYTHON) tools/gpu_extra.py 2>/dev/null)
 
-.PHONY: run test lint bench bench-manycore bench-verdicts bench-compare bench-planted completions test-numa-vm test-html test-slurm readme clean
+.PHONY: run test lint bench bench-manycore bench-verdicts bench-compare bench-planted bench-speed completions test-numa-vm test-html test-slurm readme clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -54,6 +54,11 @@ bench-compare: $(VENV)/.installed
 ## bench-planted: slow each key figure by 1.05-1.30x in the runs bench-compare kept (BENCH_RUNS), replay, and print the smallest change compare and the health check find (PLANTED_FLAGS)
 bench-planted: $(VENV)/.installed
 	$(BIN)/python tools/planted_changes.py --runs $(BENCH_RUNS) --md docs/results/compare-stability.md $(PLANTED_FLAGS)
+
+## bench-speed: a cold (empty numba cache) and WARM=3 warm `all --quick`, a warm health check and `--help`, profiled per probe and stage, into docs/benchmarks.md (ARGS=--require-gpu; SPEED_FLAGS=--fresh-clone times `make run` on a clone)
+WARM ?= 3
+bench-speed: $(VENV)/.installed
+	$(BIN)/python tools/bench_speed.py --warm $(WARM) --md docs/benchmarks.md $(SPEED_FLAGS) -- $(ARGS)
 
 ## completions: regenerate bash, zsh and fish completions from the CLI
 completions: $(VENV)/.installed
