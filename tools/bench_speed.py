@@ -61,7 +61,7 @@ def child(profile_out: Path, argv: list[str]) -> int:
     depth = [0]
     started: list[float] = []
 
-    class CompileTimer(event.Listener):  # type: ignore[misc]
+    class CompileTimer(event.Listener):
         """Top-level compiles only: a kernel's callees compile inside it and are counted there."""
 
         def on_start(self, ev: Any) -> None:
@@ -97,9 +97,9 @@ def child(profile_out: Path, argv: list[str]) -> int:
                 current[0] = outer
         return wrapper
 
-    runner._measure = timed("measure", runner._measure)  # type: ignore[attr-defined]
-    runner._remeasure = timed("remeasure", runner._remeasure)  # type: ignore[attr-defined]
-    runner._judged = timed("judge", runner._judged)  # type: ignore[attr-defined]
+    runner._measure = timed("measure", runner._measure)
+    runner._remeasure = timed("remeasure", runner._remeasure)
+    runner._judged = timed("judge", runner._judged)
     render_start = [0.0]
     real_run = runner.run
 
