@@ -16,7 +16,7 @@ from perfprobe.registry import PROBE_MODULES, declarations
 
 HEAVY = ("numba", "cupy", "cupyx", "pynvml", "llvmlite", "cuda")
 PROBES = Path(__file__).resolve().parents[1] / "perfprobe" / "probes"
-SHAPE = ("__init__.py", "plan.py", "measure.py", "figures.py", "rules.py", "tables.py")
+SHAPE = ("__init__.py", "declared.py", "plan.py", "measure.py", "figures.py", "rules.py", "tables.py")
 PURE = ("plan", "figures", "rules", "tables")
 
 
