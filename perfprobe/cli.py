@@ -80,16 +80,19 @@ JunitOpt = Annotated[Optional[Path], typer.Option("--junit", metavar="FILE",
                                                   help="Also write JUnit XML to FILE (one test case per probe).")]
 HtmlOpt = Annotated[Optional[Path], typer.Option("--html", metavar="FILE", help="Also write an HTML report to FILE.")]
 
-COMMON: tuple[tuple[str, Any, Any, str], ...] = (
+Shared = tuple[str, Any, Any, str]
+"""A common option: (RunConfig field, typer annotation, default, which commands take it: "every",
+"timed" ones (not host: --quick, --bind) or "gpu" ones (--device, --require-gpu))."""
+BEFORE_OWN: tuple[Shared, ...] = (
     ("json", JsonOpt, False, "every"), ("output", OutputOpt, None, "every"),
     ("quick", QuickOpt, False, "timed"), ("bind", BindOpt, None, "timed"),
     ("device", DeviceOpt, None, "gpu"), ("require_gpu", RequireGpuOpt, False, "gpu"),
-    ("", None, None, "own"),  # the probe's own options go here
+)
+AFTER_OWN: tuple[Shared, ...] = (
     ("record", RecordOpt, None, "every"), ("prom", PromOpt, None, "every"), ("junit", JunitOpt, None, "every"),
     ("html", HtmlOpt, None, "every"), ("replay", ReplayOpt, None, "every"),
 )
-"""The options every measuring command shares, declared once: (RunConfig field, typer annotation,
-default, which commands take it: every one, timed ones (--quick, --bind), GPU ones), in --help order."""
+"""The options every measuring command shares, declared once, in --help order around the probe's own."""
 ALL = Declared(name="all", help="Host facts, then every probe, then one summary table.", gpu=True)
 """`perfprobe all`: every common option, no probe's own."""
 OWN_TYPES: dict[str, Any] = {"bytes": Optional[str], "count": Optional[int], "files": Optional[list[Path]],
@@ -110,17 +113,17 @@ def _root(version: Annotated[bool, typer.Option("--version", callback=_version, 
 
 
 def _parameters(declared: Declared) -> list[inspect.Parameter]:
-    """The command's parameters: the common options it takes, its own in their place."""
+    """The command's parameters: the common options it takes, its own between them."""
     takes = {"every": True, "timed": declared.timed, "gpu": declared.gpu}
-    params = []
-    for name, annotation, default, which in COMMON:
-        if which == "own":
-            params += [inspect.Parameter(option.name, inspect.Parameter.KEYWORD_ONLY, default=None,
-                                         annotation=_own_option(option)) for option in declared.options]
-        elif takes[which]:
-            params.append(inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, default=default,
-                                            annotation=annotation))
-    return params
+    before, after = ([inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, default=default, annotation=annotation)
+                      for name, annotation, default, which in shared if takes[which]]
+                     for shared in (BEFORE_OWN, AFTER_OWN))
+    clash = {o.name for o in declared.options} & {name for name, *_ in (*BEFORE_OWN, *AFTER_OWN)}
+    if clash:
+        raise ValueError(f"{declared.name}: options {sorted(clash)} are common options already")
+    own = [inspect.Parameter(option.name, inspect.Parameter.KEYWORD_ONLY, default=None, annotation=_own_option(option))
+           for option in declared.options]
+    return before + own + after
 
 
 def _own_option(option: ProbeOption) -> Any:
