@@ -2,8 +2,9 @@
 node_exporter's textfile collector. Runs only with PERFPROBE_SLURM=1 (the Makefile target sets it,
 after tools/slurm/install.sh); `make test` skips it.
 
-One slurmctld and three slurmd (n1, n2, n3) on 127.0.0.1; n3's slurmd starts under `taskset -c 0`
-(the planted fault: its jobs and health checks get one CPU where the others get two).
+One slurmctld and three slurmd (n1, n2, n3) on 127.0.0.1, running the README's HealthCheckProgram script; n3's slurmd starts under `taskset -c 0`
+(the planted fault: its jobs and health checks get one CPU where the others get two); later n2's
+slurmd is restarted inside a cgroup with a 20% CPU quota, which the health check must drain alone.
 """
 
 from __future__ import annotations
@@ -20,10 +21,15 @@ import pytest
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "tools" / "slurm"))
+sys.path.insert(0, str(REPO / "tests"))
 
 pytestmark = pytest.mark.skipif(os.environ.get("PERFPROBE_SLURM") != "1",
                                 reason="needs Slurm and node_exporter: run `make test-slurm`")
 FAULT = ["taskset", "-c", "0"]
+INTERVAL_S = 20
+"""HealthCheckInterval: each check runs host and cache --quick (the README's script); three nodes on
+two cores every 5 s would overlap without end."""
+DEADLINE_S = 40  # healthcheck's default --deadline
 
 
 def say(text):
@@ -33,19 +39,19 @@ def say(text):
 @pytest.fixture(scope="module")
 def cluster():
     from cluster import NODES, Cluster  # tools/slurm/cluster.py
+    from readme_script import readme_script, with_settings  # tools/slurm/readme_script.py
 
     folder = Path(tempfile.mkdtemp(prefix="perfprobe-slurm-"))
     script = folder / "healthcheck.sh"
     (folder / "textfile").mkdir()
-    script.write_text(f"""#!/bin/sh
-# HealthCheckProgram: slurmd runs this with SLURMD_NODENAME set
-export SLURM_CONF={folder}/slurm.conf PYTHONPATH={REPO}
-cd {REPO}
-exec {sys.executable} -m perfprobe healthcheck --baseline {folder}/baseline.json --probes host \\
-    --prom {folder}/textfile/$SLURMD_NODENAME.prom >> {folder}/log/healthcheck-$SLURMD_NODENAME.log 2>&1
-""")
+    # The README's HealthCheckProgram script, its five site settings set for this cluster; slurmd
+    # runs it with no PATH, as it would on a real node.
+    script.write_text(with_settings(readme_script(), {
+        "PERFPROBE": str(Path(sys.executable).parent / "perfprobe"), "BASELINE": f"{folder}/baseline.json",
+        "SLURM_CONF": f"{folder}/slurm.conf", "PROM": f"{folder}/textfile/$SLURMD_NODENAME.prom",
+        "LOG": f"{folder}/log/healthcheck-$SLURMD_NODENAME.log"}))
     script.chmod(0o755)
-    c = Cluster(folder, healthcheck=script, interval_s=5)
+    c = Cluster(folder, healthcheck=script, interval_s=INTERVAL_S)
     c.write_config()
     try:
         c.start_munge()
@@ -87,13 +93,16 @@ def test_fanout_fleet_healthcheck_drain_and_resume(cluster):
     say(f"fleet outliers: {[(o['host'], o['metric'], o['value'], o['median']) for o in fleet['groups'][0]['outliers']]}")
     assert done.returncode == 1 and flagged == {"n3"}
 
-    # The fleet's baseline becomes the health check's: slurmd runs it every 5 s
-    (cluster.root / "fleet-baseline.json").rename(cluster.root / "baseline.json")
+    # The health check's baseline must hold cache's figures too (README: what the baseline must hold)
+    done = perfprobe(cluster, "fleet", "run", "--nodes", "3", "--out", str(cluster.root / "reports-cache"),
+                     "--baseline-out", str(cluster.root / "cache-baseline.json"), "--", "cache", "--quick", timeout=400)
+    say(f"perfprobe fleet run --nodes 3 -- cache --quick: exit {done.returncode}\n{done.stdout.strip()[-600:]}")
+    (cluster.root / "cache-baseline.json").rename(cluster.root / "baseline.json")  # slurmd runs the check now
     cluster.wait_for(lambda: "DRAIN" in cluster.state("n3"), 90, "n3 drained by the health check")
     reasons = cluster.run(["sinfo", "-R", "-o", "%N|%E"]).stdout
     say(f"sinfo -R:\n{reasons.strip()}")
     assert "n3|perfprobe: usable CPUs 1 vs baseline 2" in reasons
-    time.sleep(6)  # one more check interval: the healthy nodes stay as they are
+    time.sleep(INTERVAL_S + 2)  # one more check interval: the healthy nodes stay as they are
     assert cluster.state("n1") == "IDLE" and cluster.state("n2") == "IDLE"
 
     # Fault gone: n3's slurmd restarted without taskset; its start-up health check resumes it
@@ -108,10 +117,41 @@ def test_a_drain_someone_else_set_is_left_alone(cluster):
     if not (cluster.root / "baseline.json").exists():
         pytest.skip("needs the baseline of the fan-out test")
     cluster.run(["scontrol", "update", "NodeName=n2", "State=DRAIN", "Reason=maintenance: new DIMMs"])
-    time.sleep(12)  # two health-check intervals on a healthy node
+    time.sleep(2 * INTERVAL_S + 2)  # two health-check intervals on a healthy node
     line = cluster.node("n2")
     cluster.run(["scontrol", "update", "NodeName=n2", "State=RESUME"])
     assert "DRAIN" in line and "Reason=maintenance: new DIMMs" in line
+
+
+def test_the_node_under_a_cpu_quota_is_drained_alone_within_the_deadline(cluster):
+    """n2's slurmd restarted inside a cgroup with a 20% CPU quota (v1 cpu.cfs_quota_us or v2
+    cpu.max): its health check inherits the quota; it must drain n2, and only n2, with the quota
+    reason, before Slurm's 60 s and within the check's deadline."""
+    from cgroup_sandbox import Sandbox  # tests/cgroup_sandbox.py
+
+    if not (cluster.root / "baseline.json").exists():
+        pytest.skip("needs the baseline of the fan-out test")
+    box = Sandbox.create("perfprobe-slurm-n2", quota_cpus=0.2)
+    if box is None:
+        pytest.skip(Sandbox.why_not)
+    try:
+        cluster.stop("slurmd-n2")
+        started = time.monotonic()
+        cluster.start_slurmd("n2", box.wrap())
+        cluster.wait_for(lambda: "DRAIN" in cluster.state("n2"), DEADLINE_S + 30, "n2 drained for its quota")
+        took = time.monotonic() - started
+        reasons = cluster.run(["sinfo", "-R", "-o", "%N|%E"]).stdout
+        log = (cluster.root / "log" / "healthcheck-n2.log").read_text().strip().splitlines()
+        say(f"n2 under a 20% quota: drained {took:.1f} s after its slurmd started; sinfo -R:\n{reasons.strip()}\n"
+            f"its check: {log[-1] if log else '(no log)'}")
+        assert "n2|perfprobe: CPU quota 0.2 CPUs vs baseline unlimited" in reasons
+        assert "n1|" not in reasons and "n3|" not in reasons
+        assert took < DEADLINE_S
+    finally:
+        cluster.stop("slurmd-n2")
+        cluster.start_slurmd("n2")
+        box.remove()
+    cluster.wait_for(lambda: cluster.state("n2") == "IDLE", INTERVAL_S * 4, "n2 resumed without the quota")
 
 
 def test_node_exporter_serves_the_prom_file(cluster):
