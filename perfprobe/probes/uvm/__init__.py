@@ -8,12 +8,14 @@ pure: rules.py's findings and tables.py's tables and metrics, both over figures.
 
 from __future__ import annotations
 
+from typing import Any, Mapping
+
 from perfprobe.host.facts import Facts
 from perfprobe.model import Assessment
 from perfprobe.probe import Gpu, Probe
 from perfprobe.probes.uvm import rules, tables
 from perfprobe.probes.uvm.declared import DECLARED
-from perfprobe.probes.uvm.figures import TO_GPU, TO_HOST, Raw
+from perfprobe.probes.uvm.figures import TO_GPU, TO_HOST, typed
 from perfprobe.stability import NotBelow, Relation
 
 SPREAD_BOUND = 0.20
@@ -38,8 +40,9 @@ RELATIONS: tuple[Relation, ...] = (
 )
 
 
-def judge(raw: Raw, host: Facts) -> Assessment:
+def judge(recorded: Mapping[str, Any], host: Facts) -> Assessment:
     """The recorded numbers and host facts → a table per direction, metrics, findings with advice."""
+    raw = typed(recorded)
     return Assessment(summary=tables.summary(raw), metrics=tables.metrics(raw),
                       findings=tuple(rules.findings(raw, host)), tables=tables.tables(raw),
                       facts=tables.facts(raw), key_figure=tables.key_figure(raw))

@@ -6,11 +6,53 @@ on any host give the same findings and the same tables.
 
 from __future__ import annotations
 
-from typing import Any, Mapping
+from typing import Any, Literal, Mapping, Optional, TypedDict, cast
 
+from perfprobe.probes.gpu_raw import Device
 from perfprobe.stats import Stat, rate_stat
 
-Raw = Mapping[str, Any]
+Part = Literal["time_s", "prefetch_s", "copy_s", "move_s", "kernel_s", "read_s"]
+"""A path's timed parts: end to end (time_s), and the steps some paths time apart."""
+
+
+class Path(TypedDict, total=False):
+    """One access path (paths.py): the bytes its reader consumed over its passes and each timed
+    part's repeats; or, when it did not run, why (unavailable: the API it needs is missing)."""
+
+    bytes: int
+    passes: int
+    time_s: Stat
+    prefetch_s: Stat
+    copy_s: Stat
+    move_s: Stat
+    kernel_s: Stat
+    read_s: Stat
+    skipped: str
+    unavailable: bool
+
+
+class UvmRaw(TypedDict, total=False):
+    """What measure() returns (docs/probes/uvm.md): the device's unified-memory attributes and every path."""
+
+    device: Device
+    attributes: dict[str, int]
+    size_bytes: int
+    size_note: Optional[str]
+    repeats: int
+    passes: int
+    host_threads: int
+    api_used: dict[str, str]
+    """What each call went through (cupy's runtime or cuda.bindings), by what it did."""
+    api_notes: list[str]
+    paths: dict[str, Path]
+
+
+Raw = UvmRaw
+
+
+def typed(raw: Mapping[str, Any]) -> UvmRaw:
+    """The raw dict under its shape's name (no copy, no check: it is measure()'s or a recording)."""
+    return cast(UvmRaw, raw)
 
 TO_GPU = ("managed_on_demand", "managed_prefetch", "managed_advise_preferred_gpu",
           "managed_advise_accessed_by", "pageable_direct", "zero_copy", "explicit_copy",
@@ -20,20 +62,19 @@ PASSES = ("zero_copy_passes", "explicit_copy_passes")
 REFERENCE = {**{p: "explicit_copy" for p in TO_GPU}, **{p: "host_explicit_copy" for p in TO_HOST},
              **{p: "explicit_copy_passes" for p in PASSES}}
 
-MOVE_PARTS = ("prefetch_s", "copy_s", "move_s")
+MOVE_PARTS: tuple[Part, ...] = ("prefetch_s", "copy_s", "move_s")
 """The timed part of a path that moves the data (a prefetch or a copy), whichever it recorded."""
 
 
-def path_entry(raw: Raw, path: str) -> Mapping[str, Any]:
+def path_entry(raw: Raw, path: str) -> Path:
     """One path's recorded entry ({} when absent)."""
-    entry: Mapping[str, Any] = (raw.get("paths") or {}).get(path) or {}
-    return entry
+    return (raw.get("paths") or {}).get(path) or Path()
 
 
-def median_s(raw: Raw, path: str, part: str = "time_s") -> float | None:
+def median_s(raw: Raw, path: str, part: Part = "time_s") -> float | None:
     """The median of `path`'s end-to-end time (or of one timed `part`, e.g. "move_s"), or None
     when the path was skipped or the part not recorded."""
-    value = (path_entry(raw, path).get(part) or {}).get("median")
+    value = (path_entry(raw, path).get(part) or Stat()).get("median")
     return float(value) if value else None
 
 

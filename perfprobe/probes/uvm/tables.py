@@ -140,5 +140,5 @@ def _num(value: float | None) -> str:
     return "n/a" if value is None else f"{value:.3g}"
 
 
-def _mib(value: Any) -> str:
+def _mib(value: int | None) -> str:
     return f"{int(value) >> 20} MiB" if value else "? MiB"
