@@ -10,12 +10,14 @@ both read from figures.py.
 
 from __future__ import annotations
 
+from typing import Any, Mapping
+
 from perfprobe.host.facts import Facts
 from perfprobe.model import Assessment
 from perfprobe.probe import Gpu, Probe
 from perfprobe.probes.p2p import rules, tables
 from perfprobe.probes.p2p.declared import DECLARED
-from perfprobe.probes.p2p.figures import Raw
+from perfprobe.probes.p2p.figures import typed
 from perfprobe.probes.p2p.plan import check_knobs
 from perfprobe.stability import AtMost, Relation
 
@@ -25,8 +27,9 @@ RELATIONS: tuple[Relation, ...] = (
 )
 
 
-def judge(raw: Raw, host: Facts) -> Assessment:
+def judge(recorded: Mapping[str, Any], host: Facts) -> Assessment:
     """The recorded matrices and host facts → findings, metrics, tables and curves."""
+    raw = typed(recorded)
     return Assessment(summary=tables.summary(raw, host), metrics=tables.metrics(raw, host),
                       findings=tuple(rules.findings(raw, host)), tables=tables.tables(raw, host),
                       curves=tables.curves(raw), facts=tables.facts(raw, host),

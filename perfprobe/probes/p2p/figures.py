@@ -11,11 +11,98 @@ Without NVLink, peer copies cross PCIe: the narrower of the two GPUs' links (per
 
 from __future__ import annotations
 
-from typing import Any, Mapping, Optional, TypedDict
+from typing import Any, Mapping, Optional, TypedDict, cast
 
 from perfprobe.pcie import link_rate_or_none
+from perfprobe.probes.gpu_raw import Budget, Device, Link
+from perfprobe.stats import Stat
 
-Raw = Mapping[str, Any]
+
+class GpuDevice(Device, total=False):
+    """One selected GPU: cuda_runtime's properties, with the NUMA node and PCIe link the host facts give it."""
+
+    numa_node: Optional[int]
+    pcie: Optional[Link]
+
+
+class Copy(TypedDict, total=False):
+    """One timed copy (p2p_kernels.peer_copy, peer_bidirectional): its bytes (each way), the GB/s
+    and the device time of each repeat."""
+
+    bytes: int
+    gbs: Stat
+    device_ms: Stat
+
+
+class Route(TypedDict, total=False):
+    """One direction in one peer-access state (peer on, or staged through host memory): a size
+    sweep, a small copy's latency, and both ways at once at the largest size."""
+
+    sweep: list[Copy]
+    latency_us: Stat
+    bidir: Copy
+
+
+class Result(TypedDict, total=False):
+    """raw["results"]["i.j"]: whether CUDA allows i to access j, the state found and set, and both routes."""
+
+    can_access_peer: bool
+    found_enabled: Optional[bool]
+    peer_enabled: bool
+    enable_error: Optional[str]
+    staged: Route
+    peer: Route
+    """Only where peer access could be enabled."""
+
+
+class NvLink(TypedDict, total=False):
+    """One NVLink link as NVML reads it: up, its version code, the remote end (type 2: NVSwitch)."""
+
+    link: int
+    up: bool
+    version: Optional[int]
+    remote_bus_id: Optional[str]
+    remote_type: Optional[int]
+
+
+class GpuLinks(TypedDict, total=False):
+    links: list[NvLink]
+    pcie: Link
+
+
+class PairTopology(TypedDict, total=False):
+    """NVML on one ordered pair: the PCIe common ancestor and the P2P status by capability (0: OK)."""
+
+    common_ancestor: Optional[int]
+    p2p_status: dict[str, Optional[int]]
+
+
+class Topology(TypedDict, total=False):
+    """kernels/nvml.p2p_topology: per GPU (by CUDA index, a string) and per pair ("i.j"); error when NVML was not there."""
+
+    gpus: dict[str, GpuLinks]
+    pairs: dict[str, PairTopology]
+    error: Optional[str]
+
+
+class P2pRaw(TypedDict, total=False):
+    """What measure() returns (docs/probes/p2p.md): the GPUs, the pairs measured and each direction's results."""
+
+    devices: list[GpuDevice]
+    selected: list[int]
+    pairs: list[list[int]]
+    pairs_total: int
+    sampled: bool
+    quick: bool
+    sizes_bytes: list[int]
+    latency_bytes: int
+    budget: Budget
+    topology: Topology
+    results: dict[str, Result]
+    """By direction, "i.j"."""
+
+
+Raw = P2pRaw
 Pair = tuple[int, int]
 NVLINK_GEN_BY_CC = {"6.0": 1, "7.0": 2, "7.2": 2, "7.5": 2, "8.0": 3, "8.6": 3, "9.0": 4, "10.0": 5, "10.3": 5}
 GBS_PER_LINK = {1: 20.0, 2: 25.0, 3: 25.0, 4: 25.0, 5: 50.0}
@@ -34,6 +121,11 @@ class Expected(TypedDict):
     words: str
 
 
+def typed(raw: Mapping[str, Any]) -> P2pRaw:
+    """The raw dict under its shape's name (no copy, no check: it is measure()'s or a recording)."""
+    return cast(P2pRaw, raw)
+
+
 def selected(raw: Raw) -> list[int]:
     return [int(d) for d in raw.get("selected") or []]
 
@@ -47,49 +139,50 @@ def directions(raw: Raw) -> list[Pair]:
     return [d for a, b in pairs(raw) for d in ((a, b), (b, a))]
 
 
-def entry(raw: Raw, i: int, j: int) -> Mapping[str, Any]:
-    found: Mapping[str, Any] = (raw.get("results") or {}).get(f"{i}.{j}") or {}
-    return found
+def entry(raw: Raw, i: int, j: int) -> Result:
+    """Direction i→j's results ({} when not measured)."""
+    return (raw.get("results") or {}).get(f"{i}.{j}") or Result()
 
 
-def device(raw: Raw, i: int) -> Mapping[str, Any]:
-    found: Mapping[str, Any] = next((d for d in raw.get("devices") or [] if d.get("index") == i), {})
-    return found
+def device(raw: Raw, i: int) -> GpuDevice:
+    return next((d for d in raw.get("devices") or [] if d.get("index") == i), GpuDevice())
 
 
-def _top_stat(sweep: list[Mapping[str, Any]]) -> Optional[Mapping[str, Any]]:
-    found: Optional[Mapping[str, Any]] = sweep[-1]["gbs"] if sweep else None
-    return found
+def route(raw: Raw, i: int, j: int, staged: bool = False) -> Route:
+    """i→j with peer access on ({} where it was not enabled), or staged through host memory."""
+    found = entry(raw, i, j)
+    return (found.get("staged") if staged else found.get("peer")) or Route()
 
 
-def _median(stat: Optional[Mapping[str, Any]]) -> Optional[float]:
+def _top_stat(sweep: list[Copy]) -> Optional[Stat]:
+    return sweep[-1]["gbs"] if sweep else None
+
+
+def _median(stat: Optional[Stat]) -> Optional[float]:
     return float(stat["median"]) if stat else None
 
 
-def peer_stat(raw: Raw, i: int, j: int) -> Optional[Mapping[str, Any]]:
+def peer_stat(raw: Raw, i: int, j: int) -> Optional[Stat]:
     """The repeats behind peer_gbs (the largest size, peer access on)."""
-    return _top_stat(list((entry(raw, i, j).get("peer") or {}).get("sweep") or []))
+    return _top_stat(list(route(raw, i, j).get("sweep") or []))
 
 
-def staged_stat(raw: Raw, i: int, j: int) -> Optional[Mapping[str, Any]]:
+def staged_stat(raw: Raw, i: int, j: int) -> Optional[Stat]:
     """The repeats behind staged_gbs."""
-    return _top_stat(list((entry(raw, i, j).get("staged") or {}).get("sweep") or []))
+    return _top_stat(list(route(raw, i, j, staged=True).get("sweep") or []))
 
 
-def bidir_stat(raw: Raw, i: int, j: int, staged: bool = False) -> Optional[Mapping[str, Any]]:
+def bidir_stat(raw: Raw, i: int, j: int, staged: bool = False) -> Optional[Stat]:
     """The repeats behind bidir_gbs (peer access on, or staged)."""
-    part = (entry(raw, i, j).get("staged" if staged else "peer") or {}).get("bidir")
-    found: Optional[Mapping[str, Any]] = part["gbs"] if part else None
-    return found
+    part = route(raw, i, j, staged).get("bidir")
+    return part["gbs"] if part else None
 
 
-def _latency_stat(raw: Raw, i: int, j: int, staged: bool = False) -> Optional[Mapping[str, Any]]:
-    part = (entry(raw, i, j).get("staged" if staged else "peer") or {}).get("latency_us")
-    found: Optional[Mapping[str, Any]] = part or None
-    return found
+def _latency_stat(raw: Raw, i: int, j: int, staged: bool = False) -> Optional[Stat]:
+    return route(raw, i, j, staged).get("latency_us") or None
 
 
-def latency_stat(raw: Raw, i: int, j: int) -> Optional[Mapping[str, Any]]:
+def latency_stat(raw: Raw, i: int, j: int) -> Optional[Stat]:
     """The repeats of the small-copy latency as the process finds the pair: peer when enabled, else staged."""
     return _latency_stat(raw, i, j, staged=not peer_enabled(raw, i, j))
 
@@ -126,8 +219,13 @@ def latency_us(raw: Raw, i: int, j: int, staged: bool = False) -> Optional[float
     return _median(_latency_stat(raw, i, j, staged))
 
 
-def links(raw: Raw, i: int) -> list[Mapping[str, Any]]:
-    return list((((raw.get("topology") or {}).get("gpus") or {}).get(str(i)) or {}).get("links") or [])
+def gpu_links(raw: Raw, i: int) -> GpuLinks:
+    """NVML's NVLink links and PCIe link of GPU i ({} when NVML did not answer)."""
+    return ((raw.get("topology") or Topology()).get("gpus") or {}).get(str(i)) or GpuLinks()
+
+
+def links(raw: Raw, i: int) -> list[NvLink]:
+    return list(gpu_links(raw, i).get("links") or [])
 
 
 def down_links(raw: Raw, i: int) -> list[int]:
@@ -163,13 +261,13 @@ def nvlink_links(raw: Raw, i: int, j: int) -> tuple[int, int, str]:
 
 
 def version_codes(raw: Raw, i: int) -> list[int]:
-    return sorted({int(link["version"]) for link in links(raw, i) if link.get("version") is not None})
+    return sorted({int(version) for link in links(raw, i) if (version := link.get("version")) is not None})
 
 
 def pcie_link(raw: Raw, i: int) -> Optional[tuple[int, int]]:
     """(generation, width) the GPU's PCIe link runs at now (NVML, else the host facts)."""
-    nv = (((raw.get("topology") or {}).get("gpus") or {}).get(str(i)) or {}).get("pcie") or {}
-    facts = device(raw, i).get("pcie") or {}
+    nv = gpu_links(raw, i).get("pcie") or Link()
+    facts = device(raw, i).get("pcie") or Link()
     for source in (nv, facts):
         gen = source.get("gen_current") or source.get("gen_max")
         width = source.get("width_current") or source.get("width_max")
@@ -201,9 +299,8 @@ def fraction(raw: Raw, i: int, j: int) -> Optional[float]:
     return peer / rate if rate and peer is not None else None
 
 
-def pair_topology(raw: Raw, i: int, j: int) -> Mapping[str, Any]:
-    found: Mapping[str, Any] = ((raw.get("topology") or {}).get("pairs") or {}).get(f"{i}.{j}") or {}
-    return found
+def pair_topology(raw: Raw, i: int, j: int) -> PairTopology:
+    return ((raw.get("topology") or Topology()).get("pairs") or {}).get(f"{i}.{j}") or PairTopology()
 
 
 def pcie_path(raw: Raw, i: int, j: int) -> str:

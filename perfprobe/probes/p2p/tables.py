@@ -96,7 +96,7 @@ def topology_table(raw: Raw) -> Table:
 def curves(raw: Raw) -> tuple[Curve, ...]:
     out = []
     for i, j in fig.directions(raw)[:4]:  # a few directions: the matrices carry the rest
-        sweep = (fig.entry(raw, i, j).get("peer") or {}).get("sweep") or []
+        sweep = fig.route(raw, i, j).get("sweep") or []
         if len(sweep) > 1:
             out.append(Curve(f"Peer copy GPU {i}→{j} GB/s by size", "copy size (bytes)", "GB/s",
                              tuple((float(s["bytes"]), float(s["gbs"]["median"])) for s in sweep)))
