@@ -103,3 +103,17 @@ def test_an_option_checks_its_range_and_fills_its_help() -> None:
             spacing.parse(bad)
     with pytest.raises(UsageError, match="power of two"):
         spacing.check(300)
+
+
+@pytest.mark.parametrize("name", [n for n in NAMES if any(o.flag == "--size" for o in declaration(n).options)])
+def test_the_readme_says_each_declared_size_minimum(name: str) -> None:
+    """The README's --size row is written by hand: it must name the declared minimum."""
+    import re
+    from pathlib import Path
+
+    from perfprobe.units import size_word
+
+    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text()
+    row = next(line for line in readme.splitlines() if line.startswith("| `--size BYTES`"))
+    minimum = size_word(declaration(name).option("size").minimum)
+    assert re.search(rf"`{name}`: [^;|]*\(at least {minimum}\)", row), f"README's --size row: {name} at least {minimum}"
