@@ -5,6 +5,10 @@ and under --json prints nothing but JSON on stdout. Runs in-process through cli.
 count (max_examples) and time (nothing measures: a measurement becomes a skip, probe commands
 judge a recording through --replay), so it fits in `make test` on a 2-core machine.
 
+Content fuzzing (issue 27, test_fuzzed_file_contents_end_cleanly): reports and baselines drawn
+from the shipped schemas (tests/report_strategies.py), then damaged, fed to every command that
+reads them: a damaged file is exit 2, one line, nothing written.
+
 Left out on purpose: `fleet run` (submits Slurm jobs), `healthcheck --detached` (starts background
 runs); healthcheck always gets --dry-run (it would otherwise call scontrol to drain this node).
 """
@@ -14,6 +18,7 @@ from __future__ import annotations
 import contextlib
 import io
 import json
+import os
 import sys
 import traceback
 from pathlib import Path
@@ -21,7 +26,7 @@ from typing import Any
 
 import pytest
 import typer
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
 from perfprobe import cli, runner
@@ -189,3 +194,78 @@ def test_known_good_argv_gives_json(argv: list[str], verdict: str, monkeypatch: 
     assert code == 0, err
     report = json.loads(out)
     assert report["results"] and report["verdict"] == verdict
+
+
+# Content fuzzing (issue 27): files shaped by the shipped schemas, then damaged; every command that
+# reads one. A damaged file is exit 2 with one line on stderr and no output file; a whole one is
+# judged (or refused for what it holds: different hardware, no figure in common) without a traceback.
+CONTENT_COMMANDS = {
+    "report": [["compare", "FILE", "FILE", "--json"], ["fleet", "FILE", "--baseline-out", "OUT"],
+               ["report", "FILE", "--html", "OUT"], ["compare", "GOOD", "FILE"]],
+    "baseline": [["compare", "FILE", "GOOD"], ["healthcheck", "--baseline", "FILE", "--mode", "prolog", "-o", "OUT"],
+                 ["healthcheck", "--baseline", "FILE", "--dry-run", "--prom", "OUT"]],
+}
+
+
+def _write(where: Path, content: Any) -> Path:
+    from perfprobe import untrusted
+
+    if content == "dev_zero":
+        return Path("/dev/zero")
+    path = where / {"huge": "huge.json", "fifo": "fifo.json"}.get(content, "fuzzed.json")
+    if content == "fifo":
+        if not path.exists():
+            os.mkfifo(path)
+    elif content == "huge":
+        with open(path, "wb") as out:
+            out.truncate(untrusted.max_bytes() + 1)
+    else:
+        path.write_bytes(content if isinstance(content, bytes) else content.encode())
+    return path
+
+
+def test_fuzzed_file_contents_end_cleanly(fuzz_dir: Path) -> None:
+    import report_strategies as rs
+    from perfprobe import untrusted
+    from perfprobe.fleet import health_run
+
+    def measured(*args: Any, **kwargs: Any) -> Any:
+        raise AssertionError("a health check measured: its baseline was not refused first")
+
+    patch = pytest.MonkeyPatch()
+    patch.setattr(runner, "_measure", _no_measuring)
+    patch.setattr(health_run, "measure", measured)
+    patch.setenv("NO_COLOR", "1")
+    patch.setenv("SLURMD_NODENAME", "fuzz-node")
+    folder = fuzz_dir / "content"
+    folder.mkdir(exist_ok=True)
+    out = folder / "out"
+
+    @settings(max_examples=150, deadline=None, database=None,
+              suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large, HealthCheck.large_base_example])
+    @given(data=st.data())
+    def check(data: st.DataObject) -> None:
+        kind, doc = data.draw(rs.documents())
+        assert untrusted.problem(doc, kind) is None, f"the strategy broke its schema: {untrusted.problem(doc, kind)}"
+        damage, content = data.draw(rs.damaged(kind, doc))
+        path = _write(folder, content)
+        words = {"FILE": str(path), "GOOD": str(fuzz_dir / "report.json"), "OUT": str(out)}
+        commands = CONTENT_COMMANDS[kind]
+        argv = [words.get(w, w) for w in commands[data.draw(st.integers(0, 1 << 16)) % len(commands)]]
+        if out.exists():
+            out.unlink()
+        code, _, err = run_argv(argv)
+        event(f"{damage}: exit {code}")
+        assert code != -1 and "Traceback (most recent call last)" not in err, f"{damage}: {argv}: traceback\n{err}"
+        assert code in EXIT_CODES, f"{damage}: {argv}: exit {code}\n{err[-400:]}"
+        if damage != "none":
+            lines = err.strip().splitlines()
+            assert code == 2 and len(lines) == 1, f"{damage}: {argv}: exit {code}\n{err[-400:]}"
+            assert not out.exists(), f"{damage}: {argv}: wrote {out}"
+        elif argv[0] == "report":
+            assert code == 0 and out.exists(), err
+
+    try:
+        check()
+    finally:
+        patch.undo()
