@@ -19,12 +19,14 @@ from perfprobe.model import Assessment
 from perfprobe.probe import Probe, PythonModule
 from perfprobe.probes.alloc import rules, tables
 from perfprobe.probes.alloc.declared import DECLARED
+from perfprobe.probes.alloc.figures import typed
 from perfprobe.probes.alloc.plan import SIZES
 from perfprobe.stability import NotBelow
 
 
-def judge(raw: Mapping[str, Any], host: Facts) -> Assessment:
+def judge(recorded: Mapping[str, Any], host: Facts) -> Assessment:
     """Findings, metrics and tables from the recorded numbers."""
+    raw = typed(recorded)
     return Assessment(summary=tables.summary(raw), metrics=tables.metrics(raw), findings=rules.findings(raw, host),
                       tables=tables.tables(raw), facts=tables.facts(raw), key_figure=tables.key_figure(raw))
 

@@ -2,16 +2,171 @@
 
 from __future__ import annotations
 
-from typing import Any, Mapping, Optional, cast
+from typing import Any, Callable, Literal, Mapping, Optional, TypedDict, cast
 
 from perfprobe.stats import Stat
 
-Raw = Mapping[str, Any]
+Scope = Literal["1t", "all"]
+SCOPES: tuple[Scope, ...] = ("1t", "all")
+"""One thread alone, or one pinned thread per usable CPU at once."""
+
+
+class Threaded(TypedDict, total=False):
+    """One pattern timed on one thread or on every CPU at once (measure.threaded): ns per op per
+    thread over the repeats, how many runs stayed disturbed after the retries, ops per run."""
+
+    ns_per_op: Stat
+    disturbed_runs: int
+    iterations: int
+
+
+Point = TypedDict("Point", {"1t": Threaded, "all": Threaded})
+"""One pattern (a size's malloc+free pairs, or the mixed working set) by scope."""
+
+
+class Section(TypedDict):
+    """An allocator's or the pool's patterns: pairs by size (bytes, as text) and the mixed set."""
+
+    pairs: dict[str, Point]
+    mixed: Point
+
+
+class Allocator(Section, total=False):
+    path: str
+    """The library that served malloc (the process's own, or the one preloaded in a child)."""
+
+
+class Pool(Section, total=False):
+    blocks: int
+
+
+class LookedFor(TypedDict, total=False):
+    """An allocator library looked for (system.find_allocators): its sonames, the file found, and
+    why a found one could not be measured."""
+
+    name: str
+    looked_for: list[str]
+    found: Optional[str]
+    error: Optional[str]
+
+
+class Huge(TypedDict, total=False):
+    """2 MiB pages under MADV_HUGEPAGE, or why not (THP 'never')."""
+
+    available: bool
+    reason: str
+    ns_per_2m: Stat
+    huge_fraction: float
+
+
+class Populate(TypedDict):
+    mmap_ns_per_4k: Stat
+    touch_ns_per_4k: Stat
+
+
+class PopulateWrite(TypedDict, total=False):
+    available: bool
+    reason: str
+    ns_per_4k: Stat
+
+
+class FaultThreads(TypedDict):
+    threads: int
+    ns_per_4k_per_thread: Stat
+    wall_ns_per_4k: Stat
+
+
+class Mlock(TypedDict, total=False):
+    """mlock of fresh and of touched memory within RLIMIT_MEMLOCK, or why not."""
+
+    available: bool
+    reason: str
+    bytes: int
+    limit_bytes: Optional[int]
+    fresh_ns_per_4k: Stat
+    touched_ns_per_4k: Stat
+
+
+class FirstTouch(TypedDict, total=False):
+    """pages.first_touch: the cost of fresh pages, lazy and every other way, per 4 KiB page."""
+
+    bytes: int
+    pages_4k: int
+    thp: Optional[str]
+    lazy_ns_per_4k: Stat
+    reuse_ns_per_4k: Stat
+    nodes: list[int]
+    huge: Huge
+    populate: Populate
+    populate_write: PopulateWrite
+    threads: FaultThreads
+    mlock: Mlock
+    capped_by: Optional[str]
+
+
+class Level(TypedDict, total=False):
+    """memcpy at one cache level's size (or DRAM): GB/s over the repeats of `reps` copies."""
+
+    name: str
+    bytes: int
+    capped_by: Optional[str]
+    reps: int
+    gbs: Stat
+
+
+class Tensor(TypedDict):
+    bytes: int
+    ms: Stat
+
+
+class Copies(TypedDict):
+    levels: list[Level]
+    tensor: Tensor
+    move_ns: Stat
+
+
+class Mixed(TypedDict):
+    slots: int
+    min_bytes: int
+    max_bytes: int
+
+
+class HostBudget(TypedDict):
+    bytes: int
+    basis: str
+
+
+class AllocRaw(TypedDict, total=False):
+    """What measure() returns (docs/probes/alloc.md)."""
+
+    method: str
+    quick: bool
+    bind: Optional[int]
+    repeats: int
+    threads: int
+    cpus: list[int]
+    sizes_bytes: list[int]
+    mixed: Mixed
+    looked_for: list[LookedFor]
+    budget: HostBudget
+    allocators: dict[str, Allocator]
+    """The process's own ("system") first, then each other library measured."""
+    pool: Pool
+    first_touch: FirstTouch
+    copy: Copies
+
+
+Raw = AllocRaw
 SYSTEM = "system"
 HUGE_PER_4K = 512          # 4 KiB pages in a 2 MiB huge page
 
 
-def _median(stat: Optional[Mapping[str, Any]]) -> Optional[float]:
+def typed(raw: Mapping[str, Any]) -> AllocRaw:
+    """The raw dict under its shape's name (no copy, no check: it is measure()'s or a recording)."""
+    return cast(AllocRaw, raw)
+
+
+def _median(stat: Optional[Stat]) -> Optional[float]:
     return None if not stat else float(stat["median"])
 
 
@@ -32,35 +187,35 @@ def allocators(raw: Raw) -> list[str]:
     return list(raw["allocators"])
 
 
-def _stat(stat: Optional[Mapping[str, Any]]) -> Optional[Stat]:
-    return cast(Stat, stat) if stat else None
+def _stat(stat: Optional[Stat]) -> Optional[Stat]:
+    return stat if stat else None
 
 
-def _point_stat(section: Mapping[str, Any], key: str, scope: str) -> Optional[Stat]:
+def _point_stat(section: Section, key: str, scope: Scope) -> Optional[Stat]:
     entry = section["mixed"] if key == "mixed" else section["pairs"].get(key)
     return None if not entry else _stat(entry[scope]["ns_per_op"])
 
 
-def malloc_stat(raw: Raw, key: str, scope: str, name: str = SYSTEM) -> Optional[Stat]:
+def malloc_stat(raw: Raw, key: str, scope: Scope, name: str = SYSTEM) -> Optional[Stat]:
     """The repeats of ns per malloc+free pair (key: a size in bytes as text, or "mixed"); scope "1t" or "all"."""
     section = raw["allocators"].get(name)
     return None if section is None else _point_stat(section, key, scope)
 
 
-def pool_stat(raw: Raw, key: str, scope: str) -> Optional[Stat]:
+def pool_stat(raw: Raw, key: str, scope: Scope) -> Optional[Stat]:
     return _point_stat(raw["pool"], key, scope)
 
 
-def malloc_ns(raw: Raw, key: str, scope: str, name: str = SYSTEM) -> Optional[float]:
+def malloc_ns(raw: Raw, key: str, scope: Scope, name: str = SYSTEM) -> Optional[float]:
     """ns per malloc+free pair (key: a size in bytes as text, or "mixed"); scope "1t" or "all"."""
     return _median(malloc_stat(raw, key, scope, name))
 
 
-def pool_ns(raw: Raw, key: str, scope: str) -> Optional[float]:
+def pool_ns(raw: Raw, key: str, scope: Scope) -> Optional[float]:
     return _median(pool_stat(raw, key, scope))
 
 
-def pool_speedup(raw: Raw, key: str, scope: str) -> Optional[float]:
+def pool_speedup(raw: Raw, key: str, scope: Scope) -> Optional[float]:
     """The process's malloc+free over the pool's pop+push, same pattern and threads."""
     return _ratio(malloc_ns(raw, key, scope), pool_ns(raw, key, scope))
 
@@ -70,7 +225,7 @@ def contention(raw: Raw, key: str, name: str = SYSTEM) -> Optional[float]:
     return _ratio(malloc_ns(raw, key, "all", name), malloc_ns(raw, key, "1t", name))
 
 
-def best_allocator(raw: Raw, key: str = "mixed", scope: str = "all") -> tuple[str, Optional[float]]:
+def best_allocator(raw: Raw, key: str = "mixed", scope: Scope = "all") -> tuple[str, Optional[float]]:
     """The fastest measured allocator for `key` under `scope`, and its ns per op."""
     figures = [(malloc_ns(raw, key, scope, n), n) for n in allocators(raw)]
     known = [(v, n) for v, n in figures if v is not None]
@@ -80,14 +235,14 @@ def best_allocator(raw: Raw, key: str = "mixed", scope: str = "all") -> tuple[st
     return name, value
 
 
-def looked_for(raw: Raw) -> list[Mapping[str, Any]]:
+def looked_for(raw: Raw) -> list[LookedFor]:
     return list(raw.get("looked_for") or [])
 
 
 def disturbed_fraction(raw: Raw) -> float:
     """Share of all-thread runs in which a thread was preempted or the threads did not overlap."""
     bad = total = 0
-    sections = [raw["pool"], *raw["allocators"].values()]
+    sections: list[Section] = [raw["pool"], *raw["allocators"].values()]
     for section in sections:
         for entry in [*section["pairs"].values(), section["mixed"]]:
             point = entry["all"]
@@ -98,27 +253,32 @@ def disturbed_fraction(raw: Raw) -> float:
 
 # --- first touch ---
 
-def touch(raw: Raw) -> Mapping[str, Any]:
-    return raw["first_touch"]  # type: ignore[no-any-return]
+def touch(raw: Raw) -> FirstTouch:
+    return raw["first_touch"]
 
 
-TOUCH_STATS: dict[str, tuple[str, str, bool]] = {
-    # metric -> (section of raw["first_touch"], "" for its top level; the key of the repeats; whether
-    # the section says if it was `available` here)
-    "first_touch_ns.4K": ("", "lazy_ns_per_4k", False), "first_touch_ns.2M": ("huge", "ns_per_2m", False),
-    "reuse_ns.4K": ("", "reuse_ns_per_4k", False), "populate_ns.4K": ("populate", "mmap_ns_per_4k", False),
-    "populate_write_ns.4K": ("populate_write", "ns_per_4k", True),
-    "first_touch_ns.all.4K": ("threads", "ns_per_4k_per_thread", False),
-    "mlock_ns.4K": ("mlock", "fresh_ns_per_4k", True), "mlock_added_ns.4K": ("mlock", "touched_ns_per_4k", True),
+def _available(section: PopulateWrite | Mlock, stat: Optional[Stat]) -> Optional[Stat]:
+    """`stat` where the section says its case could be measured here."""
+    return _stat(stat) if section.get("available") else None
+
+
+TOUCH_STATS: dict[str, Callable[[FirstTouch], Optional[Stat]]] = {
+    # metric -> the repeats behind it in raw["first_touch"]
+    "first_touch_ns.4K": lambda t: _stat(t.get("lazy_ns_per_4k")),
+    "first_touch_ns.2M": lambda t: _stat(t["huge"].get("ns_per_2m")),
+    "reuse_ns.4K": lambda t: _stat(t.get("reuse_ns_per_4k")),
+    "populate_ns.4K": lambda t: _stat(t["populate"].get("mmap_ns_per_4k")),
+    "populate_write_ns.4K": lambda t: _available(t["populate_write"], t["populate_write"].get("ns_per_4k")),
+    "first_touch_ns.all.4K": lambda t: _stat(t["threads"].get("ns_per_4k_per_thread")),
+    "mlock_ns.4K": lambda t: _available(t["mlock"], t["mlock"].get("fresh_ns_per_4k")),
+    "mlock_added_ns.4K": lambda t: _available(t["mlock"], t["mlock"].get("touched_ns_per_4k")),
 }
 
 
 def touch_stat(raw: Raw, name: str) -> Optional[Stat]:
     """The repeats behind one first-touch metric (TOUCH_STATS), None where that case was not
     measured (no huge pages, no MADV_POPULATE_WRITE, mlock refused)."""
-    part, key, gated = TOUCH_STATS[name]
-    section: Mapping[str, Any] = touch(raw)[part] if part else touch(raw)
-    return None if gated and not section.get("available") else _stat(section.get(key))
+    return TOUCH_STATS[name](touch(raw))
 
 
 def first_touch_4k(raw: Raw) -> float:
@@ -185,8 +345,8 @@ def fault_scaling(raw: Raw) -> Optional[float]:
     return _ratio(first_touch_4k(raw), None if wall is None else wall * fault_threads(raw))
 
 
-def mlock(raw: Raw) -> Mapping[str, Any]:
-    return touch(raw)["mlock"]  # type: ignore[no-any-return]
+def mlock(raw: Raw) -> Mlock:
+    return touch(raw)["mlock"]
 
 
 def mlock_fresh_4k(raw: Raw) -> Optional[float]:
@@ -204,13 +364,13 @@ def page_nodes(raw: Raw) -> list[int]:
 
 # --- copy against move ---
 
-def copy_levels(raw: Raw) -> list[Mapping[str, Any]]:
+def copy_levels(raw: Raw) -> list[Level]:
     return list(raw["copy"]["levels"])
 
 
 def copy_stat(raw: Raw, what: str) -> Stat:
     """The repeats of the tensor copy ("ms") or of the move ("move_ns")."""
-    return cast(Stat, raw["copy"]["tensor"]["ms"] if what == "ms" else raw["copy"]["move_ns"])
+    return raw["copy"]["tensor"]["ms"] if what == "ms" else raw["copy"]["move_ns"]
 
 
 def memcpy_gbs(raw: Raw, level: str) -> Optional[float]:

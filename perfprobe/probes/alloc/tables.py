@@ -22,7 +22,7 @@ def _keys(raw: Raw) -> list[str]:
     return [str(s) for s in f.sizes(raw)] + ["mixed"]
 
 
-def _pool(raw: Raw, key: str, scope: str) -> Metric:
+def _pool(raw: Raw, key: str, scope: f.Scope) -> Metric:
     """The pool's ns per pop+push, bare: a free list's pop loads the head its last push stored, so,
     like a plain increment, it runs in a fast or a slow mode from run to run (0.4-2 ns on the H200
     guest; repeats' MAD up to 40% of the median in a quiet --quick run). With its spread it would be
@@ -33,7 +33,7 @@ def _pool(raw: Raw, key: str, scope: str) -> Metric:
 def metrics(raw: Raw) -> dict[str, Metric]:
     out: dict[str, Metric] = {"threads": Metric(f.threads(raw), "count")}
     for key in _keys(raw):
-        for scope in ("1t", "all"):
+        for scope in f.SCOPES:
             out[f"malloc_ns.{scope}.{_label(key)}"] = stats.metric(f.malloc_stat(raw, key, scope), "ns", 3)
             out[f"pool_ns.{scope}.{_label(key)}"] = _pool(raw, key, scope)
             out[f"pool_speedup.{scope}.{_label(key)}"] = Metric(_r(f.pool_speedup(raw, key, scope)), "ratio")
@@ -42,7 +42,7 @@ def metrics(raw: Raw) -> dict[str, Metric]:
         if name == f.SYSTEM:
             continue
         for key in ("64", "mixed"):
-            for scope in ("1t", "all"):
+            for scope in f.SCOPES:
                 out[f"allocator.{name}.malloc_ns.{scope}.{_label(key)}"] = stats.metric(
                     f.malloc_stat(raw, key, scope, name), "ns", 3)
     out.update(_touch_metrics(raw))
