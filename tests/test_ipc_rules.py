@@ -145,13 +145,15 @@ def test_size_labels(shift: int) -> None:
     assert number * {"B": 1, "K": 1 << 10, "M": 1 << 20}[label[-1]] == 1 << shift
 
 
-def test_ring_slots_fill_each_direction_like_the_c_reference() -> None:
-    """Slots of exactly one message each across the whole 4 MiB of a direction (bench/ipc_ref.c's
-    RING_BYTES / size): half as many left a free slot's gap between neighbours, which on the 2-core
-    Zen 4 guest made perfprobe's 4 KiB ring round trip 2x faster than the C reference's."""
-    assert [plan.ring_slots(s) for s in (64, 4 << 10, 64 << 10, 1 << 20)] == [1024, 1024, 64, 4]
-    for shift in range(12, 21):
-        assert plan.ring_slots(1 << shift) * (1 << shift) == plan.RING_BYTES
+def test_ring_slots_hold_the_message_and_its_sequence_word_in_whole_lines() -> None:
+    """Up to 56 B a message rides in one line with its sequence word, 64 B takes two (bench/ipc_ref.c
+    lays the ring out the same way); the slots fill each direction's 4 MiB, 2 to 1024 of them."""
+    assert [plan.slot_stride(s) for s in (8, 56, 57, 64, 4 << 10)] == [64, 64, 128, 128, (4 << 10) + 64]
+    assert [plan.ring_layout(s)[0] for s in (64, 4 << 10, 64 << 10, 1 << 20)] == [1024, 1008, 63, 3]
+    for shift in range(6, 21):
+        slots, stride = plan.ring_layout(1 << shift)
+        assert stride % 64 == 0 and stride >= (1 << shift) + 8 and 2 <= slots <= 1024
+        assert slots * stride <= plan.RING_BYTES
 
 
 def test_message_counts_stay_in_bounds() -> None:

@@ -7,9 +7,19 @@ figure is the transport's cost, never the interpreter's:
   through ctypes function pointers: numba refuses to cache a kernel that holds a ctypes pointer
   ("uses dynamic globals"), and compiling every kernel anew in both processes on every run would
   cost seconds. The symbols resolve against the process's own libc when the kernel is loaded.
-- The ring's head and tail are int64 words in a shared mapping, read and written with LLVM atomic
-  loads and stores (seq_cst), so the compiler can neither hoist a load out of a spin loop nor
-  reorder the data copy around the publish, on x86 and Arm alike.
+- The ring (one per direction, single producer, single consumer) is polled in the slot itself:
+  every slot ends in a sequence word (the message's index + 1, written last with a release store),
+  so a message of up to 56 bytes travels in one cache line with its sequence word, and the
+  consumer spins on the line that brings it the data. Neither side touches a shared head on the
+  fast path: the producer keeps its head and a cached copy of the consumer's tail, reading the
+  tail word again only when the cached one says the ring is full; the consumer publishes its tail
+  once every quarter of the ring. The wait flags (and the full fence that orders a flag against a
+  publish) are touched only in the futex and eventfd modes. Loads are LLVM atomic (acquire) so the
+  compiler can neither hoist one out of a spin loop nor reorder a copy around a publish, on x86
+  and Arm alike; on x86 they are plain moves.
+- Copies: a message of up to COPY_INLINE bytes (a multiple of 8) is copied in 8-byte words in the
+  kernel itself (a libc call costs more than the copy at 64 B: four copies a round trip); larger
+  ones go to libc's memcpy, the fastest copy there is for KiB to MiB (vector loops, `rep movsb`).
 
 Every kernel takes a deadline (CLOCK_MONOTONIC ns, the clock of Python's time.monotonic_ns()) or
 relies on a socket timeout, and every wait re-reads the shared abort word, so no wait outlasts a dead
@@ -40,11 +50,15 @@ EINTR, EAGAIN = 4, 11
 SYS_FUTEX = {"x86_64": 202, "aarch64": 98, "ppc64le": 221, "s390x": 238}.get(platform.machine(), 202)
 FUTEX_WAIT, FUTEX_WAKE = 0, 1               # shared (not _PRIVATE): the word is in a shared mapping
 SPIN, FUTEX, EVENTFD = 0, 1, 2              # how a ring waiter waits
-# The control words, in int64 units, each on its own 64-byte line (ring r's words at RING_WORDS*(r+1)).
+# The control words, in int64 units, each on its own 64-byte line (ring r's words at RING_WORDS*(r+1)):
+# the consumer's published tail and the two wait flags. There is no shared head: the slots carry it.
 ABORT = 0
-HEAD, TAIL, CONSUMER_WAITS, PRODUCER_WAITS = 0, 8, 16, 24
-RING_WORDS = 32
+TAIL, CONSUMER_WAITS, PRODUCER_WAITS = 0, 8, 16
+RING_WORDS = 24
 CTL_WORDS = RING_WORDS * 3
+LINE = 64
+SEQ_BYTES = 8                               # the sequence word at the end of every slot
+COPY_INLINE = 256                           # copies up to this size stay in the kernel
 CHECK_EVERY = 1024                          # spins between reads of the clock and the abort word
 FUTEX_SLICE_NS = 50_000_000                 # a futex wait returns at least this often to re-check
 
@@ -240,22 +254,75 @@ def fd_sink(rfd: int, wfd: int, buf: np.ndarray, count: int, sock: bool, packet:
     return fd_send(wfd, addr, 8, sock) if err == 0 else err
 
 
+@intrinsic
+def load_acquire(typingctx, addr):
+    """An atomic acquire load of the int64 at addr (x86: a plain move; never hoisted out of a loop)."""
+    def codegen(context, builder, sig, args):
+        return builder.load_atomic(builder.inttoptr(args[0], _I64.as_pointer()), "acquire", 8)
+    return types.int64(types.int64), codegen
+
+
+@intrinsic
+def store_release(typingctx, addr, value):
+    """An atomic release store of value to the int64 at addr: every copy before it is seen first."""
+    def codegen(context, builder, sig, args):
+        builder.store_atomic(args[1], builder.inttoptr(args[0], _I64.as_pointer()), "release", 8)
+        return context.get_dummy_value()
+    return types.none(types.int64, types.int64), codegen
+
+
+@intrinsic
+def fence(typingctx):
+    """A full (seq_cst) fence: orders a publish against the read of the other side's wait flag."""
+    def codegen(context, builder, sig, args):
+        builder.fence("seq_cst")
+        return context.get_dummy_value()
+    return types.none(), codegen
+
+
+@intrinsic
+def _peek(typingctx, addr):
+    """A plain 8-byte load from addr (any alignment)."""
+    def codegen(context, builder, sig, args):
+        return builder.load(builder.inttoptr(args[0], _I64.as_pointer()), align=1)
+    return types.int64(types.int64), codegen
+
+
+@intrinsic
+def _poke(typingctx, addr, value):
+    """A plain 8-byte store to addr (any alignment)."""
+    def codegen(context, builder, sig, args):
+        builder.store(args[1], builder.inttoptr(args[0], _I64.as_pointer()), align=1)
+        return context.get_dummy_value()
+    return types.none(types.int64, types.int64), codegen
+
+
+@njit(cache=True, nogil=True, inline="always")
+def copy(dst: int, src: int, n: int) -> None:
+    """n bytes from src to dst: in 8-byte words here up to COPY_INLINE bytes, else libc's memcpy."""
+    if n <= COPY_INLINE and n % 8 == 0:
+        for i in range(0, n, 8):
+            _poke(dst + i, _peek(src + i))
+    else:
+        c_memcpy(dst, src, n)
+
+
 @njit(cache=True, nogil=True)
-def _wait_change(ctl: np.ndarray, word: int, old: int, flag: int, mode: int, my_efd: int,
+def _wait_change(ctl: np.ndarray, addr: int, old: int, flag: int, mode: int, my_efd: int,
                  scratch: int, deadline_ns: int) -> int:
-    """Wait until ctl[word] != old (spinning, or asleep on a futex or an eventfd with ctl[flag]
-    raised so the other side knows to wake us); 0, ABORTED, TIMEOUT or an errno."""
+    """Wait until the int64 at addr != old (spinning, or asleep on a futex or an eventfd with
+    ctl[flag] raised so the other side knows to wake us); 0, ABORTED, TIMEOUT or an errno."""
     spins = 0
-    while load(ctl, word) == old:
+    while load_acquire(addr) == old:
         if mode == SPIN:
             spins += 1
             if spins % CHECK_EVERY != 0:
                 continue
         elif mode == FUTEX or mode == EVENTFD:
-            store(ctl, flag, 1)
-            if load(ctl, word) == old:  # the producer stores, then reads the flag: one of us sees the other
+            store(ctl, flag, 1)     # seq_cst: the re-read below cannot pass it
+            if load(ctl, ABORT) == 0 and load_acquire(addr) == old:   # the other side publishes, fences, reads the flag
                 if mode == FUTEX:
-                    ret = c_futex(ctl.ctypes.data + 8 * word, FUTEX_WAIT, old & 0xFFFFFFFF, FUTEX_SLICE_NS)
+                    ret = c_futex(addr, FUTEX_WAIT, old & 0xFFFFFFFF, FUTEX_SLICE_NS)
                     if ret < 0 and c_errno() == EINTR:
                         store(ctl, flag, 0)
                         return EINTR
@@ -272,68 +339,94 @@ def _wait_change(ctl: np.ndarray, word: int, old: int, flag: int, mode: int, my_
     return 0
 
 
-@njit(cache=True, nogil=True)
-def _publish(ctl: np.ndarray, word: int, value: int, flag: int, mode: int, peer_efd: int, scratch: int) -> None:
-    """Store the new head or tail, then wake the other side if it said it sleeps."""
-    store(ctl, word, value)
-    if mode != SPIN and load(ctl, flag) != 0:
-        if mode == FUTEX:
-            c_futex(ctl.ctypes.data + 8 * word, FUTEX_WAKE, 1, -1)
-        else:
-            c_write(peer_efd, scratch + 8, 8)  # scratch[1] holds 1: the eventfd's increment
+@njit(cache=True, nogil=True, inline="always")
+def _wake(ctl: np.ndarray, addr: int, flag: int, mode: int, peer_efd: int, scratch: int) -> None:
+    """After a publish, in the sleeping modes only: wake the other side if it said it sleeps."""
+    if mode != SPIN:
+        fence()
+        if load(ctl, flag) != 0:
+            if mode == FUTEX:
+                c_futex(addr, FUTEX_WAKE, 1, -1)
+            else:
+                c_write(peer_efd, scratch + 8, 8)  # scratch[1] holds 1: the eventfd's increment
 
 
-@njit(cache=True, nogil=True)
-def _slot(data: np.ndarray, ring: int, slots: int, index: int) -> int:
-    """Byte offset of message `index` of ring `ring`: each ring owns half of data, in `slots` slots."""
-    half = data.size // 2
-    return ring * half + (index % slots) * (half // slots)
+# Each side's private indices, one small array per kernel call (never shared): as producer on its
+# outgoing ring, its head, the slot the head is in, and its cached copy of the consumer's tail; as
+# consumer on its incoming ring, its tail, the slot the tail is in, and the tail it last published.
+HEAD_I, HEAD_SLOT, CACHED_TAIL, TAIL_I, TAIL_SLOT, PUBLISHED = 0, 1, 2, 3, 4, 5
+
+
+@njit(cache=True, nogil=True, inline="always")
+def ring_indices() -> np.ndarray:
+    return np.zeros(6, dtype=np.int64)
 
 
 # inline="always" (numba's own inlining): compiled as separate functions, every push and pop was a
-# call with its three arrays passed by value (26 stack pushes) and an exception-status check, and
-# the 64 B spinning-ring round trip read ~25 ns (7-22%) slower than bench/ipc_ref.c on both hosts.
+# call with its arrays passed by value (26 stack pushes) and an exception-status check, and the 64 B
+# spinning-ring round trip read ~25 ns (7-22%) slower than bench/ipc_ref.c on both hosts.
 @njit(cache=True, nogil=True, inline="always")
-def ring_push(ctl: np.ndarray, data: np.ndarray, ring: int, slots: int, src: np.ndarray, n: int,
-              mode: int, my_efd: int, peer_efd: int, scratch: int, deadline_ns: int) -> int:
-    """Copy n bytes of src into the next slot of ring `ring` (waiting while it is full) and publish it."""
-    base = RING_WORDS * (ring + 1)
-    head = load(ctl, base + HEAD)
-    tail = load(ctl, base + TAIL)
-    while head - tail >= slots:
-        err = _wait_change(ctl, base + TAIL, tail, base + PRODUCER_WAITS, mode, my_efd, scratch, deadline_ns)
-        if err != 0:
-            return err
-        tail = load(ctl, base + TAIL)
-    c_memcpy(data.ctypes.data + _slot(data, ring, slots, head), src.ctypes.data, n)
-    _publish(ctl, base + HEAD, head + 1, base + CONSUMER_WAITS, mode, peer_efd, scratch)
+def ring_push(ctl: np.ndarray, data: np.ndarray, ring: int, slots: int, stride: int, ix: np.ndarray,
+              src: int, n: int, mode: int, my_efd: int, peer_efd: int, scratch: int, deadline_ns: int) -> int:
+    """Copy n bytes from address src into the next slot of ring `ring` (waiting while the ring is
+    full) and publish it through the slot's sequence word."""
+    head = ix[HEAD_I]
+    if head - ix[CACHED_TAIL] >= slots:     # full by the cached tail: read the published one
+        tail_word = RING_WORDS * (ring + 1) + TAIL
+        tail_addr = ctl.ctypes.data + 8 * tail_word
+        ix[CACHED_TAIL] = load_acquire(tail_addr)
+        while head - ix[CACHED_TAIL] >= slots:
+            err = _wait_change(ctl, tail_addr, ix[CACHED_TAIL], RING_WORDS * (ring + 1) + PRODUCER_WAITS,
+                               mode, my_efd, scratch, deadline_ns)
+            if err != 0:
+                return err
+            ix[CACHED_TAIL] = load_acquire(tail_addr)
+    slot = data.ctypes.data + ring * (data.size // 2) + ix[HEAD_SLOT] * stride
+    copy(slot, src, n)
+    seq = slot + stride - SEQ_BYTES
+    store_release(seq, head + 1)
+    _wake(ctl, seq, RING_WORDS * (ring + 1) + CONSUMER_WAITS, mode, peer_efd, scratch)
+    ix[HEAD_I] = head + 1
+    ix[HEAD_SLOT] = 0 if ix[HEAD_SLOT] + 1 == slots else ix[HEAD_SLOT] + 1
     return 0
 
 
 @njit(cache=True, nogil=True, inline="always")
-def ring_pop(ctl: np.ndarray, data: np.ndarray, ring: int, slots: int, dst: np.ndarray, n: int,
-             mode: int, my_efd: int, peer_efd: int, scratch: int, deadline_ns: int) -> int:
-    """Wait for the next message of ring `ring`, copy its n bytes into dst and free the slot."""
-    base = RING_WORDS * (ring + 1)
-    tail = load(ctl, base + TAIL)
-    err = _wait_change(ctl, base + HEAD, tail, base + CONSUMER_WAITS, mode, my_efd, scratch, deadline_ns)
-    if err != 0:
-        return err
-    c_memcpy(dst.ctypes.data, data.ctypes.data + _slot(data, ring, slots, tail), n)
-    _publish(ctl, base + TAIL, tail + 1, base + PRODUCER_WAITS, mode, peer_efd, scratch)
+def ring_pop(ctl: np.ndarray, data: np.ndarray, ring: int, slots: int, stride: int, ix: np.ndarray,
+             dst: int, n: int, mode: int, my_efd: int, peer_efd: int, scratch: int, deadline_ns: int) -> int:
+    """Wait for the next message of ring `ring` in its slot, copy its n bytes to address dst; publish
+    the tail once every quarter of the ring (the producer reads it only when it finds the ring full)."""
+    tail = ix[TAIL_I]
+    slot = data.ctypes.data + ring * (data.size // 2) + ix[TAIL_SLOT] * stride
+    seq = slot + stride - SEQ_BYTES
+    now = load_acquire(seq)
+    if now != tail + 1:    # the slot still holds the previous lap's message (or nothing yet)
+        err = _wait_change(ctl, seq, now, RING_WORDS * (ring + 1) + CONSUMER_WAITS, mode, my_efd, scratch,
+                           deadline_ns)
+        if err != 0:
+            return err
+    copy(dst, slot, n)
+    tail += 1
+    ix[TAIL_I] = tail
+    ix[TAIL_SLOT] = 0 if ix[TAIL_SLOT] + 1 == slots else ix[TAIL_SLOT] + 1
+    if tail - ix[PUBLISHED] >= max(1, slots // 4):
+        tail_addr = ctl.ctypes.data + 8 * (RING_WORDS * (ring + 1) + TAIL)
+        store_release(tail_addr, tail)
+        ix[PUBLISHED] = tail
+        _wake(ctl, tail_addr, RING_WORDS * (ring + 1) + PRODUCER_WAITS, mode, peer_efd, scratch)
     return 0
 
 
 @njit(cache=True, nogil=True)
-def ring_pingpong(ctl: np.ndarray, data: np.ndarray, slots: int, buf: np.ndarray, lat_ns: np.ndarray,
+def ring_pingpong(ctl: np.ndarray, data: np.ndarray, slots: int, stride: int, buf: np.ndarray, lat_ns: np.ndarray,
                   mode: int, my_efd: int, peer_efd: int, scratch: np.ndarray, deadline_ns: int) -> int:
     """lat_ns.size timed round trips of buf.size bytes: push on ring 0, pop the echo from ring 1."""
-    n, sc = buf.size, scratch.ctypes.data
+    n, sc, addr, ix = buf.size, scratch.ctypes.data, buf.ctypes.data, ring_indices()
     for i in range(lat_ns.size):
         start = now_ns()
-        err = ring_push(ctl, data, 0, slots, buf, n, mode, my_efd, peer_efd, sc, deadline_ns)
+        err = ring_push(ctl, data, 0, slots, stride, ix, addr, n, mode, my_efd, peer_efd, sc, deadline_ns)
         if err == 0:
-            err = ring_pop(ctl, data, 1, slots, buf, n, mode, my_efd, peer_efd, sc, deadline_ns)
+            err = ring_pop(ctl, data, 1, slots, stride, ix, addr, n, mode, my_efd, peer_efd, sc, deadline_ns)
         if err != 0:
             return err
         lat_ns[i] = now_ns() - start
@@ -341,53 +434,63 @@ def ring_pingpong(ctl: np.ndarray, data: np.ndarray, slots: int, buf: np.ndarray
 
 
 @njit(cache=True, nogil=True)
-def ring_echo(ctl: np.ndarray, data: np.ndarray, slots: int, buf: np.ndarray, count: int,
+def ring_echo(ctl: np.ndarray, data: np.ndarray, slots: int, stride: int, buf: np.ndarray, count: int,
               mode: int, my_efd: int, peer_efd: int, scratch: np.ndarray, deadline_ns: int) -> int:
     """The worker's side of ring_pingpong: pop from ring 0, push it back on ring 1."""
-    n, sc = buf.size, scratch.ctypes.data
+    n, sc, addr, ix = buf.size, scratch.ctypes.data, buf.ctypes.data, ring_indices()
     for _ in range(count):
-        err = ring_pop(ctl, data, 0, slots, buf, n, mode, my_efd, peer_efd, sc, deadline_ns)
+        err = ring_pop(ctl, data, 0, slots, stride, ix, addr, n, mode, my_efd, peer_efd, sc, deadline_ns)
         if err == 0:
-            err = ring_push(ctl, data, 1, slots, buf, n, mode, my_efd, peer_efd, sc, deadline_ns)
+            err = ring_push(ctl, data, 1, slots, stride, ix, addr, n, mode, my_efd, peer_efd, sc, deadline_ns)
         if err != 0:
             return err
     return 0
 
 
 @njit(cache=True, nogil=True)
-def ring_stream(ctl: np.ndarray, data: np.ndarray, slots: int, buf: np.ndarray, count: int,
+def ring_stream(ctl: np.ndarray, data: np.ndarray, slots: int, stride: int, buf: np.ndarray, count: int,
                 mode: int, my_efd: int, peer_efd: int, scratch: np.ndarray, deadline_ns: int) -> tuple:
     """(ns, error) for count one-way messages on ring 0 and the worker's 8-byte acknowledgement on
     ring 1, after one untimed round trip."""
-    n, sc = buf.size, scratch.ctypes.data
-    err = ring_push(ctl, data, 0, slots, buf, 8, mode, my_efd, peer_efd, sc, deadline_ns)
+    n, sc, addr, ix = buf.size, scratch.ctypes.data, buf.ctypes.data, ring_indices()
+    err = ring_push(ctl, data, 0, slots, stride, ix, addr, 8, mode, my_efd, peer_efd, sc, deadline_ns)
     if err == 0:
-        err = ring_pop(ctl, data, 1, slots, buf, 8, mode, my_efd, peer_efd, sc, deadline_ns)
+        err = ring_pop(ctl, data, 1, slots, stride, ix, addr, 8, mode, my_efd, peer_efd, sc, deadline_ns)
     start = now_ns()
     for _ in range(count):
         if err != 0:
             break
-        err = ring_push(ctl, data, 0, slots, buf, n, mode, my_efd, peer_efd, sc, deadline_ns)
+        err = ring_push(ctl, data, 0, slots, stride, ix, addr, n, mode, my_efd, peer_efd, sc, deadline_ns)
     if err == 0:
-        err = ring_pop(ctl, data, 1, slots, buf, 8, mode, my_efd, peer_efd, sc, deadline_ns)
+        err = ring_pop(ctl, data, 1, slots, stride, ix, addr, 8, mode, my_efd, peer_efd, sc, deadline_ns)
     return now_ns() - start, err
 
 
 @njit(cache=True, nogil=True)
-def ring_sink(ctl: np.ndarray, data: np.ndarray, slots: int, buf: np.ndarray, count: int,
+def ring_sink(ctl: np.ndarray, data: np.ndarray, slots: int, stride: int, buf: np.ndarray, count: int,
               mode: int, my_efd: int, peer_efd: int, scratch: np.ndarray, deadline_ns: int) -> int:
     """The worker's side of ring_stream."""
-    n, sc = buf.size, scratch.ctypes.data
-    err = ring_pop(ctl, data, 0, slots, buf, 8, mode, my_efd, peer_efd, sc, deadline_ns)
+    n, sc, addr, ix = buf.size, scratch.ctypes.data, buf.ctypes.data, ring_indices()
+    err = ring_pop(ctl, data, 0, slots, stride, ix, addr, 8, mode, my_efd, peer_efd, sc, deadline_ns)
     if err == 0:
-        err = ring_push(ctl, data, 1, slots, buf, 8, mode, my_efd, peer_efd, sc, deadline_ns)
+        err = ring_push(ctl, data, 1, slots, stride, ix, addr, 8, mode, my_efd, peer_efd, sc, deadline_ns)
     for _ in range(count):
         if err != 0:
             return err
-        err = ring_pop(ctl, data, 0, slots, buf, n, mode, my_efd, peer_efd, sc, deadline_ns)
+        err = ring_pop(ctl, data, 0, slots, stride, ix, addr, n, mode, my_efd, peer_efd, sc, deadline_ns)
     if err == 0:
-        err = ring_push(ctl, data, 1, slots, buf, 8, mode, my_efd, peer_efd, sc, deadline_ns)
+        err = ring_push(ctl, data, 1, slots, stride, ix, addr, 8, mode, my_efd, peer_efd, sc, deadline_ns)
     return err
+
+
+def ring_reset(ctl: np.ndarray, data: np.ndarray, slots: int, stride: int) -> None:
+    """Both rings empty before a command: the control words and every slot's sequence word zeroed
+    (each process starts its indices at 0)."""
+    ctl[:] = 0
+    words = data.view(np.int64)
+    half = data.size // 2
+    for ring in (0, 1):
+        words[(ring * half + np.arange(slots) * stride + stride - SEQ_BYTES) // 8] = 0
 
 
 def scratch_buffer() -> np.ndarray:

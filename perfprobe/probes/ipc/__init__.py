@@ -16,7 +16,7 @@ from perfprobe.probe import Probe, PythonModule
 from perfprobe.probes.ipc import rules, tables
 from perfprobe.probes.ipc.declared import DECLARED
 from perfprobe.probes.ipc.plan import TRANSPORTS
-from perfprobe.stability import NotBelow, Ordered, Relation
+from perfprobe.stability import AtMost, NotBelow, Ordered, Relation
 
 
 def judge(raw: Mapping[str, Any], host: Facts) -> Assessment:
@@ -29,12 +29,18 @@ def judge(raw: Mapping[str, Any], host: Facts) -> Assessment:
 SIZE_NOISE = 1.1
 """Below 4 KiB a round trip is its system calls, the same for every size, so only sizes from 4 KiB
 are ordered; 10% covers the medians' noise there (a 16 KiB round trip read 8% above a 4 KiB one)."""
+LIMIT_ALLOWANCE = 1.2
+"""A round trip moves a line each way, so it cannot beat twice the one-way handoff: the fraction of
+the limit stays under 1 (each round trip is timed with two clock reads, which the handoff's span is
+not). Above 1.2 the two were measured in different states of the host (a VM's vCPUs moved)."""
 RELATIONS: tuple[Relation, ...] = (
     *(Ordered(tuple(f"rtt_us.{t}.{size}" for size in ("4K", "16K", "64K", "256K", "1M")), SIZE_NOISE,
               f"a {t} round trip of a larger message faster than of a smaller one (4 KiB and up: every byte "
               "is copied both ways)") for t in TRANSPORTS),
     *(NotBelow(f"rtt_us.{loop}.64B", "rtt_us.uds.64B", 1.0, f"a round trip through {loop} faster than the "
                "compiled one over the same Unix socket") for loop in ("asyncio", "uvloop")),
+    AtMost("ring_limit_fraction.*", LIMIT_ALLOWANCE, "a ring round trip faster than two core-to-core handoffs "
+           "of one line (the physical limit)"),
 )
 SPREAD_BOUND = 0.30
 """Round trips are summarized one sample a message (hundreds of them), not over repeated runs, so

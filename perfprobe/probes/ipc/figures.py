@@ -1,14 +1,93 @@
-"""Pure readers of ipc's raw numbers: what rules and tables both read."""
+"""Pure readers of ipc's raw numbers: what rules and tables both read.
+
+The raw dict is measure()'s (or one recorded on another host); the TypedDicts name its shape.
+Recordings made before issue 29 have no `handoff` and no `ring` (the ring's protocol): the figures
+that read them are then None, and everything else reads the same.
+"""
 
 from __future__ import annotations
 
-from typing import Any, Mapping, Optional, cast
+from typing import Any, Mapping, Optional, TypedDict, cast
 
-from perfprobe.probes.ipc.plan import RING_MODES, SMALL, TRANSPORTS, size_label
-from perfprobe.stats import Stat
+from perfprobe.probes.ipc.plan import RING_MODES, SMALL, TRANSPORTS, PlacementRecord, size_label
+from perfprobe.stats import Stat, rate_stat
+
+MEET_RATIO = 1.1   # the ring and the socket "meet" where the ring is no longer 10% faster
+
+
+class RoundTrips(Stat, total=False):
+    """One ping-pong's round trips (µs, one sample a message) and their 99th percentile."""
+
+    p99: float
+
+
+class PingPongRecord(TypedDict, total=False):
+    messages: int
+    rtt_us: RoundTrips
+    cpu_s_per_msg: float
+    cpu_utilisation: float | None
+    cpu_s: dict[str, float]          # {"scheduler": s, "worker": s}
+
+
+class StreamRecord(TypedDict, total=False):
+    messages: int
+    msgs_per_s: Stat
+    gbs: Stat
+    cpu_s_per_msg: float
+
+
+class CaseRecord(TypedDict, total=False):
+    """One transport at one size: its ping-pong, and on the main placement its one-way stream."""
+
+    size: int
+    pingpong: PingPongRecord
+    stream: StreamRecord
+
+
+class EventLoopRecord(TypedDict, total=False):
+    rtt_us: RoundTrips
+    messages: int
+    size: int
+    skipped: str                     # why it was not measured (uvloop not installed)
+
+
+class HandoffRecord(TypedDict, total=False):
+    """The one-way core-to-core handoff of one line on the main placement's CPUs, timed with
+    falseshare's kernel (falseshare_kernels.run_pingpong) in the same run (absent before issue 29)."""
+
+    cpus: list[int]
+    rounds: int
+    disturbed_runs: int
+    one_way_ns: Stat
+
+
+class RingRecord(TypedDict, total=False):
+    """The ring's protocol and layout, as measured (absent before issue 29: the naive ring, shared
+    head and tail words on every message)."""
+
+    protocol: str
+    slot_bytes: dict[str, int]       # size label -> slot stride
+    slots: dict[str, int]
+
+
+class IpcRaw(TypedDict, total=False):
+    """measure()'s dict."""
+
+    method: str
+    quick: bool
+    sizes: list[int]
+    main: str
+    placements: list[PlacementRecord]
+    runs: dict[str, dict[str, dict[str, CaseRecord]]]   # placement -> transport -> size label
+    event_loop: dict[str, EventLoopRecord]
+    context: dict[str, Any]
+    ring_bytes: int
+    ring: RingRecord
+    handoff: HandoffRecord | None
+
 
 Raw = Mapping[str, Any]
-MEET_RATIO = 1.1   # the ring and the socket "meet" where the ring is no longer 10% faster
+"""What the readers take: an IpcRaw, or a recording's dict of the same shape."""
 
 
 def main(raw: Raw) -> str:
@@ -89,6 +168,50 @@ def crossover_bytes(raw: Raw) -> Optional[int]:
         if speedup is not None and speedup < MEET_RATIO:
             return size
     return None
+
+
+def handoff_stat(raw: Raw) -> Optional[Stat]:
+    """The one-way core-to-core handoff (ns) measured beside the ring; None in older recordings
+    and where the main placement is one CPU."""
+    found = raw.get("handoff") or {}
+    return cast(Stat, found["one_way_ns"]) if "one_way_ns" in found else None
+
+
+def handoff_ns(raw: Raw) -> Optional[float]:
+    found = handoff_stat(raw)
+    return None if found is None else float(found["median"])
+
+
+def limit_us(raw: Raw) -> Optional[float]:
+    """The physical limit of a round trip: twice the one-way handoff, in µs."""
+    ns = handoff_ns(raw)
+    return 2 * ns / 1000.0 if ns else None
+
+
+def limit_fraction_stat(raw: Raw, size: int = SMALL) -> Optional[Stat]:
+    """The spinning ring's round trip as a fraction of the physical limit: (2 × handoff) ÷ each
+    round trip, so 1.0 is the hardware's floor and 0.5 a ring twice as slow; its spread is the
+    round trips' (the handoff's median fixed)."""
+    limit, stat = limit_us(raw), rtt_stat(raw, "shm_spin", size)
+    if limit is None or stat is None or not stat.get("median"):
+        return None
+    return rate_stat(stat, lambda t: limit / t if t else 0.0, limit / float(stat["median"]))
+
+
+def limit_fraction(raw: Raw, size: int = SMALL) -> Optional[float]:
+    found = limit_fraction_stat(raw, size)
+    return None if found is None else float(found["median"])
+
+
+def over_limit(raw: Raw, size: int = SMALL) -> Optional[float]:
+    """The spinning ring's round trip ÷ (2 × handoff): how many times the physical limit."""
+    limit, rtt = limit_us(raw), rtt_us(raw, "shm_spin", size)
+    return rtt / limit if limit and rtt else None
+
+
+def ring_protocol(raw: Raw) -> str:
+    """The ring measured: "slot-polled" (issue 29) or, in older recordings, "naive"."""
+    return str((raw.get("ring") or {}).get("protocol") or "naive")
 
 
 def event_loop_rtt_stat(raw: Raw, loop: str) -> Optional[Stat]:

@@ -11,13 +11,14 @@ import os
 import resource
 import time
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any, Callable, Iterable
 
 import numpy as np
 
 from perfprobe.bind import usable_cpus
 from perfprobe.probe import ProbeContext
 from perfprobe.probes.ipc import eventloop, plan
+from perfprobe.probes.ipc.figures import HandoffRecord, IpcRaw, RingRecord
 from perfprobe.probes.ipc.plan import RING_BYTES, RING_MODES, SMALL, Placement, Settings
 from perfprobe.probes.ipc.session import Session, WorkerFailed
 from perfprobe.stats import summarize
@@ -25,12 +26,16 @@ from perfprobe.stats import summarize
 METHOD = ("two processes (this one and a worker started with subprocess), each pinned to its CPU; the "
           "hot loops are numba nopython kernels calling libc (read/write/send/recv, futex through "
           "syscall, eventfd) and timing each round trip with clock_gettime(CLOCK_MONOTONIC); the ring "
-          "is a single-producer/single-consumer ring per direction in a shared memfd mapping (seq_cst "
-          "head and tail); CPU time from getrusage of both processes")
+          "is a single-producer/single-consumer ring per direction in a shared memfd mapping, polled "
+          "in the slot (a sequence word at the end of each slot, cached indices, the tail published "
+          "once a quarter ring, wait flags only when sleeping); CPU time from getrusage of both "
+          "processes; the physical limit is twice the one-way handoff of one line between the main "
+          "placement's CPUs, timed with falseshare's kernel in the same run")
+PROTOCOL = "slot-polled"
 ERRORS = {-1: "end of file (the peer closed)", -2: "timed out", -3: "aborted (the worker died)"}
 
 
-def measure(ctx: ProbeContext) -> dict[str, Any]:
+def measure(ctx: ProbeContext) -> IpcRaw:
     """Every placement possible here, then the event loops; the worker is ended on every path."""
     settings: Settings = ctx.config.preset(plan.PRESETS)
     found = plan.placements(ctx.host, usable_cpus(ctx.host), ctx.config.bind)
@@ -41,29 +46,60 @@ def measure(ctx: ProbeContext) -> dict[str, Any]:
     with Session() as session:
         runs: dict[str, Any] = {}
         work = [(p, _cases(p, main, settings, session.seq_sndbuf)) for p in found if p.cpus is not None]
-        with ctx.progress("ipc", sum(len(c) for _, c in work) + 2) as task:
+        spin = 1 if "shm_spin" in plan.transports_for(main.name) else 0
+        with ctx.progress("ipc", sum(len(c) for _, c in work) + 2 + spin) as task:
+            handoff: list[HandoffRecord | None] = [None]
+
+            def limit() -> None:   # the limit, right after the 64 B spinning ring, on the same CPUs
+                handoff[0] = handoff_of(main, settings)
+                task.advance()
             for placement, cases in work:
-                runs[placement.name] = _placement(session, placement, cases, settings, task)
+                hook = limit if placement.name == main.name else None
+                runs[placement.name] = _placement(session, placement, cases, settings, task, hook)
             loops = _event_loops(session, main, settings, task)
     return {"method": METHOD, "quick": ctx.quick, "sizes": list(settings.sizes), "main": main.name,
             "placements": [plan.as_dict(p) for p in found], "runs": runs, "event_loop": loops,
             "context": _context_delta(before, _host_context()) | {"seqpacket_sndbuf": session.seq_sndbuf},
-            "ring_bytes": RING_BYTES}
+            "ring_bytes": RING_BYTES, "ring": ring_record(settings.sizes), "handoff": handoff[0]}
 
 
-def remeasure(ctx: ProbeContext, raw: dict[str, Any], keys: tuple[str, ...]) -> dict[str, Any]:
+def ring_record(sizes: Iterable[int]) -> RingRecord:
+    layouts = {plan.size_label(s): plan.ring_layout(s) for s in sizes}
+    return {"protocol": PROTOCOL, "slot_bytes": {k: v[1] for k, v in layouts.items()},
+            "slots": {k: v[0] for k, v in layouts.items()}}
+
+
+def handoff_of(p: Placement, settings: Settings) -> HandoffRecord | None:
+    """The one-way handoff of one line between the placement's two CPUs: falseshare's ping-pong
+    kernel (two pinned threads of this process, one flag), half its round trip, settings'
+    repeats; None on one CPU (no handoff there)."""
+    if p.cpus is None or p.cpus[0] == p.cpus[1]:
+        return None
+    from perfprobe.kernels import falseshare_kernels as fk
+
+    a, b = p.cpus
+    probe = fk.run_pingpong(a, b, 2_000).span_ns / 2_000
+    rounds = max(1_000, int(settings.handoff_ms * 1e6 / max(probe, 1.0)))
+    runs = [fk.run_pingpong(a, b, rounds) for _ in range(settings.handoff_repeats)]
+    return {"cpus": [a, b], "rounds": rounds, "disturbed_runs": sum(r.preempted for r in runs),
+            "one_way_ns": summarize([r.span_ns / rounds / 2 for r in runs])}
+
+
+def remeasure(ctx: ProbeContext, raw: IpcRaw, keys: tuple[str, ...]) -> IpcRaw:
     """The 64-byte round trips a warning rests on, measured again on the main placement."""
     settings: Settings = ctx.config.preset(plan.PRESETS)
     main = plan.from_dict(next(p for p in raw["placements"] if p["name"] == raw["main"]))
     wanted = {"tcp": ("uds", "tcp"), "ring": ("pipe",) + tuple(RING_MODES)}
     transports = {t for key in keys for t in wanted.get(key, ())} & set(plan.transports_for(main.name))
     cases = [(t, SMALL, False) for t in plan.TRANSPORTS if t in transports]
-    again = dict(raw)
+    again = IpcRaw(**raw)
     with Session() as session:
         with ctx.progress("ipc: re-measuring", len(cases)) as task:
             fresh = _placement(session, main, cases, settings, task)
     merged = {t: dict(raw["runs"][main.name].get(t, {}), **fresh.get(t, {})) for t in raw["runs"][main.name]}
     again["runs"] = dict(raw["runs"], **{main.name: merged})
+    if "ring" in keys and raw.get("handoff"):
+        again["handoff"] = handoff_of(main, settings)
     return again
 
 
@@ -77,7 +113,8 @@ def _cases(p: Placement, main: Placement, settings: Settings, sndbuf: int) -> li
 
 
 def _placement(session: Session, p: Placement, cases: Iterable[tuple[str, int, bool]],
-               settings: Settings, task: Any) -> dict[str, Any]:
+               settings: Settings, task: Any, after_spin: Callable[[], None] | None = None) -> dict[str, Any]:
+    """Every case on one placement; `after_spin` runs right after the 64 B spinning ring's."""
     assert p.cpus is not None
     os.sched_setaffinity(0, {p.cpus[0]})
     session.pin_worker(p.cpus[1])
@@ -88,6 +125,8 @@ def _placement(session: Session, p: Placement, cases: Iterable[tuple[str, int, b
             entry["stream"] = _stream(session, transport, size, settings)
         out.setdefault(transport, {})[plan.size_label(size)] = entry
         task.advance()
+        if after_spin is not None and transport == "shm_spin" and size == SMALL:
+            after_spin()
     return out
 
 
@@ -104,8 +143,9 @@ def _command(session: Session, op: str, transport: str, size: int, count: int) -
     cmd: dict[str, Any] = {"op": op, "transport": transport, "size": size, "count": count,
                            "timeout_s": _timeout_s(count, size)}
     if transport in RING_MODES:
-        session.ctl[:] = 0   # both rings empty; the worker is idle between commands
-        cmd.update(mode=RING_MODES[transport], slots=plan.ring_slots(size))
+        slots, stride = plan.ring_layout(size)
+        session.k.ring_reset(session.ctl, session.data, slots, stride)   # the worker is idle between commands
+        cmd.update(mode=RING_MODES[transport], slots=slots, stride=stride)
     session.command(cmd, _timeout_s(count, size) + 5.0)
     return cmd
 
@@ -121,7 +161,7 @@ def _parent_fds(session: Session, transport: str) -> tuple[int, int, bool, bool]
 def _run_kernel(session: Session, cmd: dict[str, Any], fd_kernel: Any, ring_kernel: Any, *args: Any) -> Any:
     if "mode" in cmd:
         deadline = time.monotonic_ns() + int(cmd["timeout_s"] * 1e9)
-        return ring_kernel(session.ctl, session.data, cmd["slots"], *args, cmd["mode"], session.efd_mine,
+        return ring_kernel(session.ctl, session.data, cmd["slots"], cmd["stride"], *args, cmd["mode"], session.efd_mine,
                            session.efd_peer, session.scratch, deadline)
     wfd, rfd, sock, packet = _parent_fds(session, cmd["transport"])
     return fd_kernel(wfd, rfd, *args, sock, packet)

@@ -15,7 +15,7 @@ size is measured there; the others measure the small-message round trip only.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Mapping, Sequence
+from typing import Any, Mapping, Sequence, TypedDict
 
 from perfprobe.config import Presets
 from perfprobe.host.facts import Facts, numa_nodes
@@ -25,7 +25,7 @@ RING_MODES = {"shm_spin": 0, "shm_futex": 1, "shm_eventfd": 2}   # kernels' SPIN
 TRANSPORTS = FD_TRANSPORTS + tuple(RING_MODES)
 PLACEMENTS = ("two_cores", "smt_siblings", "same_cpu", "cross_node")
 MAIN_ORDER = ("two_cores", "smt_siblings", "same_cpu")
-RING_BYTES = 4 << 20          # each direction's ring: at least 4 slots of the largest message
+RING_BYTES = 4 << 20          # each direction's ring: 3 slots of the largest message and its sequence line
 SMALL = 64                    # the message size of the placement and event-loop comparisons
 CALIBRATION_MESSAGES = 8      # round trips that size (and warm) each timed run
 
@@ -42,14 +42,24 @@ class Settings:
     async_messages: int       # round trips through the event loop
     warmup_fraction: float    # leading round trips left out of the statistics
     warm_ms: float            # untimed ping-pong before each timed run (both ends busy first)
+    handoff_repeats: int = 5  # runs of falseshare's one-line ping-pong (the physical limit)
+    handoff_ms: float = 3.0   # length of each
 
 
 FULL = Settings(sizes=(64, 256, 1 << 10, 4 << 10, 16 << 10, 64 << 10, 256 << 10, 1 << 20), run_ms=40.0,
                 min_messages=50, max_messages=50_000, stream_repeats=3, async_messages=5000,
                 warmup_fraction=0.1, warm_ms=20.0)
 QUICK = Settings(sizes=(64, 4 << 10, 64 << 10, 1 << 20), run_ms=3.0, min_messages=16, max_messages=4000,
-                 stream_repeats=1, async_messages=600, warmup_fraction=0.1, warm_ms=4.0)
+                 stream_repeats=1, async_messages=600, warmup_fraction=0.1, warm_ms=4.0, handoff_ms=2.0)
 PRESETS = Presets(full=FULL, quick=QUICK)
+
+
+class PlacementRecord(TypedDict):
+    """A placement as the raw numbers record it."""
+
+    name: str
+    cpus: list[int] | None           # (scheduler, worker); None when not possible here
+    why: str
 
 
 @dataclass(frozen=True)
@@ -75,10 +85,20 @@ def messages(size: int, settings: Settings, each_us: float | None = None) -> int
     return max(settings.min_messages, min(settings.max_messages, count))
 
 
-def ring_slots(size: int) -> int:
-    """Slots of one direction's ring for `size`-byte messages: RING_BYTES // size, 2 to 1024, each
-    slot exactly one message wide (no gap between neighbours), as bench/ipc_ref.c lays it out."""
-    return max(2, min(1024, RING_BYTES // max(size, 64)))
+def slot_stride(size: int) -> int:
+    """Bytes per ring slot for `size`-byte messages: the message, then its 8-byte sequence word, in
+    whole 64-byte lines (up to 56 B one line; 64 B two; 4 KiB 65), as bench/ipc_ref.c lays it out."""
+    return -(-(-(-size // 8) * 8 + 8) // 64) * 64
+
+
+def ring_layout(size: int) -> tuple[int, int]:
+    """(slots, stride) of one direction's ring for `size`-byte messages: as many slots as fit in
+    RING_BYTES, 2 to 1024, side by side."""
+    stride = slot_stride(size)
+    slots = max(2, min(1024, RING_BYTES // stride))
+    if slots * stride > RING_BYTES:
+        raise ValueError(f"{size}-byte messages do not fit two slots in a {RING_BYTES}-byte ring")
+    return slots, stride
 
 
 def seqpacket_sizes(sizes: Sequence[int], sndbuf_bytes: int) -> list[int]:
@@ -141,7 +161,7 @@ def transports_for(placement: str) -> tuple[str, ...]:
     return tuple(t for t in TRANSPORTS if not (placement == "same_cpu" and t == "shm_spin"))
 
 
-def as_dict(p: Placement) -> dict[str, Any]:
+def as_dict(p: Placement) -> PlacementRecord:
     return {"name": p.name, "cpus": list(p.cpus) if p.cpus else None, "why": p.why}
 
 

@@ -55,6 +55,22 @@ def rule_ring_vs_socket(raw: Raw, host: Facts) -> list[Finding]:
                     "through a shared-memory ring; large payloads cost their copies either way")]
 
 
+def rule_ring_limit(raw: Raw, host: Facts) -> list[Finding]:
+    """The spinning ring's 64 B round trip against the hardware's floor: twice the one-way handoff
+    of one cache line between the same two CPUs, measured in the same run (falseshare's kernel)."""
+    fraction, handoff, rtt = f.limit_fraction(raw), f.handoff_ns(raw), f.rtt_us(raw, "shm_spin")
+    if fraction is None or handoff is None or rtt is None:
+        return []
+    cpus = (raw.get("handoff") or {}).get("cpus") or []
+    text = (f"the spinning ring's 64 B round trip ({_us(rtt)}) reaches {fraction:.2f} of the physical limit: "
+            f"twice the {handoff:.0f} ns one-way handoff of a cache line between CPUs "
+            f"{' and '.join(str(c) for c in cpus)} (falseshare's kernel, this run), so it costs "
+            f"{1 / fraction:.2f}x the limit")
+    return [Finding(Verdict.PASS, text, "a round trip cannot beat two line handoffs: poll the message's "
+                    "own slot (a sequence word beside the data), not shared head and tail words, and keep "
+                    "small messages to 56 B so each travels in one line with its sequence word")]
+
+
 def rule_wait_modes(raw: Raw, host: Facts) -> list[Finding]:
     """What spinning buys over sleeping on a futex or an eventfd, and what it costs in CPU."""
     spin, futex, efd = (f.rtt_us(raw, t) for t in ("shm_spin", "shm_futex", "shm_eventfd"))
@@ -139,7 +155,7 @@ def rule_ring_slow(raw: Raw, host: Facts) -> list[Finding]:
                     _cause_advice(raw, host), confirm=("ring",), figure=round(shm / pipe, 3))]
 
 
-RULES: list[Rule] = [rule_placements, rule_ring_vs_socket, rule_wait_modes, rule_cross_node, rule_event_loop,
+RULES: list[Rule] = [rule_placements, rule_ring_vs_socket, rule_ring_limit, rule_wait_modes, rule_cross_node, rule_event_loop,
                      rule_tcp_slow, rule_ring_slow]
 
 

@@ -41,6 +41,9 @@ def metrics(raw: Raw, host: Facts) -> dict[str, Metric]:
         if f.event_loop_rtt_us(raw, loop) is not None:
             out[f"rtt_us.{loop}.64B"] = stats.metric(f.event_loop_rtt_stat(raw, loop), "µs", 3)
             out[f"{loop}_overhead_us"] = Metric(_r(f.event_loop_overhead_us(raw, loop)), "µs")
+    if f.handoff_stat(raw) is not None:
+        out["handoff_ns"] = stats.metric(f.handoff_stat(raw), "ns", 1)
+        out["ring_limit_fraction.64B"] = stats.metric(f.limit_fraction_stat(raw), "fraction", 3)
     out["crossover_bytes"] = Metric(f.crossover_bytes(raw), "B")
     out["ring_speedup.64B"] = Metric(_r(f.ring_speedup(raw)), "ratio")
     for t in ("uds", "shm_spin", "shm_futex"):
@@ -68,11 +71,16 @@ def tables(raw: Raw) -> tuple[Table, ...]:
     waits = Table("ring wait modes at 64 B", ("mode", "round trip µs", "CPU-s per s", "CPU µs per message"),
                   tuple((t, _r(f.rtt_us(raw, t), 2), _r(f.cpu_utilisation(raw, t), 2),
                          _r((f.cpu_s_per_msg(raw, t) or 0) * 1e6, 2)) for t in f.transports(raw) if f.is_ring(t)))
+    limit = f.limit_us(raw)
+    hw = Table("the spinning ring against the physical limit (twice the one-way handoff of a line)",
+               ("size", "round trip µs", "limit µs", "fraction of the limit"),
+               tuple((size_label(s), _r(f.rtt_us(raw, "shm_spin", s), 3), _r(limit, 3), _r(f.limit_fraction(raw, s)))
+                     for s in f.sizes(raw)[:1] if limit is not None and f.rtt_us(raw, "shm_spin", s) is not None))
     loops = Table("64 B round trip through a Python event loop (worker: compiled echo)",
                   ("loop", "round trip µs", "added µs"),
                   tuple((loop, _r(f.event_loop_rtt_us(raw, loop), 2), _r(f.event_loop_overhead_us(raw, loop), 2))
                         for loop in ("asyncio", "uvloop") if f.event_loop_rtt_us(raw, loop) is not None))
-    return tuple(t for t in (rtt, gbs, by_place, waits, loops) if t.rows)
+    return tuple(t for t in (rtt, gbs, by_place, waits, hw, loops) if t.rows)
 
 
 def _stream_cell(raw: Raw, t: str, size: int) -> str:
@@ -96,6 +104,9 @@ def summary(raw: Raw, host: Facts) -> str:
     text = f"64 B round trip: uds {f.rtt_us(raw, 'uds') or 0:.1f} µs"
     if ring and speedup:
         text += f", {ring} {f.rtt_us(raw, ring) or 0:.2f} µs ({speedup:.1f}x " + ("faster)" if speedup >= 1 else "the socket's time)")
+    fraction = f.limit_fraction(raw)
+    if fraction is not None:
+        text += f", {fraction:.2f} of the hardware's limit"
     extra = f.event_loop_overhead_us(raw, "asyncio")
     if extra is not None:
         text += f"; asyncio adds {extra:.0f} µs per message"
@@ -110,4 +121,5 @@ def key_figure(raw: Raw, host: Facts) -> str:
 
 def facts(raw: Raw) -> dict[str, Any]:
     return {"method": raw.get("method"), "placements": raw.get("placements"), "context": raw.get("context"),
-            "ring_bytes": raw.get("ring_bytes"), "quick": raw.get("quick")}
+            "ring_bytes": raw.get("ring_bytes"), "quick": raw.get("quick"), "ring": raw.get("ring"),
+            "handoff": raw.get("handoff")}

@@ -78,7 +78,7 @@ class Worker:
         if "mode" in cmd:
             deadline = time.monotonic_ns() + int(cmd["timeout_s"] * 1e9)
             kernel = k.ring_echo if cmd["op"] == "echo" else k.ring_sink
-            err = kernel(self.ctl, self.data, int(cmd["slots"]), buf, count, int(cmd["mode"]),
+            err = kernel(self.ctl, self.data, int(cmd["slots"]), int(cmd["stride"]), buf, count, int(cmd["mode"]),
                          self.fds["efd_mine"], self.fds["efd_peer"], self.scratch, deadline)
         else:
             rfd, wfd, sock, packet = self.fd_args(transport)
