@@ -269,3 +269,14 @@ def test_under_load_the_timing_warns_and_level_shares_are_held_back() -> None:
     found = judge(raw, host).findings
     assert not [f for f in found if f.verdict is Verdict.WARN]
     assert any(f.message.startswith("held back (other processes kept 20.0 CPUs busy): L3 ends at") for f in found)
+
+
+@pytest.mark.parametrize("quota, noted", [(None, False), (0.2, True), (64.0, False)])
+def test_a_cpu_quota_below_the_threads_is_named(quota: float | None, noted: bool) -> None:
+    """The all-thread runs under a quota of fewer CPUs than threads: said, never a warn."""
+    raw, host = _load("cache_kvm2c_quick.json")
+    host = {**host, "cgroup": {} if quota is None else {"cpu_quota_cpus": quota}}
+    result = judge(raw, host)
+    said = [f for f in result.findings if "CPU quota" in f.message]
+    assert bool(said) is noted and all(f.verdict is Verdict.PASS for f in said)
+    assert result.verdict is judge(raw, {**host, "cgroup": {}}).verdict

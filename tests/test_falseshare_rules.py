@@ -255,7 +255,20 @@ def test_many_threads_give_the_metrics_and_two_thread_columns_beside_them():
 
 def test_rules_run_in_their_documented_order():
     assert [rule.__name__ for rule in rules.RULES] == [
-        "rule_placement", "rule_distance", "rule_contention", "rule_scaling", "rule_plain_check", "rule_busy"]
+        "rule_placement", "rule_distance", "rule_contention", "rule_scaling", "rule_plain_check", "rule_busy",
+        "rule_cpu_quota"]
     found = rules.findings(make_raw(atomic=[30, 30, 30, 25, 7.4, 7.3], disturbed=2), HOST_64)
     assert [f.message.split(":")[0] for f in found][:1] == ["placement"]
     assert "beyond the 64-byte line" in found[1].message and "other work" in found[-1].message
+
+
+@pytest.mark.parametrize("quota, noted", [(None, False), (0.2, True), (1.5, True), (2.0, False), (8.0, False)])
+def test_a_cpu_quota_below_the_threads_is_named(quota, noted):
+    """2 threads under a quota of fewer CPUs: the quota bounds the figures, and the report says so."""
+    host = {**HOST_64, "cgroup": {} if quota is None else {"cpu_quota_cpus": quota}}
+    result = judge(make_raw(), host)
+    said = [f for f in result.findings if "CPU quota" in f.message]
+    assert bool(said) is noted
+    if noted:
+        assert said[0].verdict is Verdict.PASS and f"{quota:g} CPUs" in said[0].message
+        assert "2 threads" in said[0].message

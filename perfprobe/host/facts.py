@@ -173,3 +173,15 @@ def cpu_bound(host: Facts, threads: int) -> float | None:
     what a many-thread probe says it was bounded by."""
     quota = cpu_quota(host)
     return quota if quota is not None and quota < threads else None
+
+
+def quota_bound_note(host: Facts, threads: int, runs: str) -> tuple[str, str] | None:
+    """(message, advice) for a many-thread probe whose `threads` threads ran under a CPU quota that
+    grants fewer CPUs: its all-thread figures are the quota's, not the CPUs'. None without such a
+    quota. The wording is shared so that every probe says it the same way."""
+    bound = cpu_bound(host, threads)
+    if bound is None:
+        return None
+    return (f"{runs} ran {threads} threads under a CPU quota of {bound:g} CPUs (cgroup): the quota, "
+            f"not the {threads} CPUs, bounds these figures",
+            "measure outside the quota, or read the all-thread figures as what this cgroup gets")

@@ -11,7 +11,7 @@ from typing import Callable
 
 from perfprobe import vm
 from perfprobe.confirm import held_back
-from perfprobe.host.facts import Facts
+from perfprobe.host.facts import Facts, quota_bound_note
 from perfprobe.model import Finding, Verdict
 from perfprobe.probes.cache.figures import (
     SATURATED,
@@ -259,10 +259,16 @@ def rule_background_load(fig: CacheFigures, host: Facts) -> list[Finding]:
                     "Measure again on an idle host (or with --bind to a quiet node).")]
 
 
+def rule_cpu_quota(fig: CacheFigures, host: Facts) -> list[Finding]:
+    """A note when a cgroup CPU quota grants fewer CPUs than the all-thread runs used."""
+    note = quota_bound_note(host, fig.threads, "the all-thread bandwidth runs")
+    return [Finding(Verdict.PASS, *note)] if note is not None and fig.threads > 1 else []
+
+
 RULES: tuple[Rule, ...] = (
     rule_memory_cap, rule_level_sizes, rule_missing_level, rule_dram_latency, rule_line_size,
     rule_prefetch, rule_huge_pages, rule_dram_scaling, rule_dram_saturation, rule_implausible_figures,
-    rule_background_load,
+    rule_background_load, rule_cpu_quota,
 )
 LOAD_SENSITIVE = ("rule_level_sizes", "rule_missing_level", "rule_dram_latency", "rule_line_size", "rule_prefetch",
                   "rule_dram_scaling")

@@ -11,6 +11,7 @@ Rules (documented in docs/probes/falseshare.md), in the order of RULES:
 - the plain loop must be shown to touch memory on every iteration, else warn.
 - busy host: more than 20% of the kept runs had a thread preempted (after retries): a note naming
   the load, and the timing warns above (distance, contention, scaling) are held back as notes.
+- CPU quota: a cgroup quota granting fewer CPUs than the many-thread cases' threads (a note).
 Timing warns carry confirm=("atomic",): the runner re-measures the atomic sweep before issuing them.
 Distance and scaling read the fastest repeat of each case (figures.fastest).
 """
@@ -21,7 +22,7 @@ from typing import Any, Callable, Mapping, Sequence
 
 from perfprobe import vm
 from perfprobe.confirm import held_back
-from perfprobe.host.facts import Facts
+from perfprobe.host.facts import Facts, quota_bound_note
 from perfprobe.model import Finding, Verdict
 from perfprobe.probes.falseshare.figures import (
     FalseshareRaw,
@@ -153,8 +154,14 @@ def rule_busy(raw: FalseshareRaw, host: Facts) -> list[Finding]:
                     "rerun on an idle host (stop other jobs; in a VM, ask for dedicated vCPUs)")]
 
 
+def rule_cpu_quota(raw: FalseshareRaw, host: Facts) -> list[Finding]:
+    """A note when a cgroup CPU quota grants fewer CPUs than the many-thread cases ran threads."""
+    note = quota_bound_note(host, raw["threads"], "the many-thread cases")
+    return [Finding(Verdict.PASS, *note)] if note is not None else []
+
+
 RULES: tuple[Rule, ...] = (rule_placement, rule_distance, rule_contention, rule_scaling, rule_plain_check,
-                           rule_busy)
+                           rule_busy, rule_cpu_quota)
 
 
 def findings(raw: Mapping[str, Any], host: Facts) -> tuple[Finding, ...]:
