@@ -20,6 +20,7 @@ from perfprobe.host import read_host_facts
 from perfprobe.probe import ProbeContext
 from perfprobe.probes.alloc import figures
 from perfprobe.probes.alloc import system as osys
+from typed_shape import undeclared
 
 ROOT = Path(__file__).resolve().parents[1]
 TINY = Knobs(size=4 << 20, iterations=2000)
@@ -75,6 +76,7 @@ def test_a_run_frees_everything_it_took():
     gc.collect()
     after = psutil.Process().memory_info().rss
     assert raw["copy"]["levels"][-1]["bytes"] == 32 << 20  # source and destination: 64 MiB
+    assert undeclared(raw, figures.AllocRaw) == []
     assert after - before < 16 << 20, f"RSS grew by {(after - before) >> 20} MiB"
 
 
@@ -88,3 +90,4 @@ def test_jemalloc_is_found_and_measured():
     assert (figures.malloc_ns(raw, "64", "1t", "jemalloc") or 0) > 0
     assert (figures.malloc_ns(raw, "mixed", "all", "jemalloc") or 0) > 0
     assert "jemalloc" in raw["allocators"]["jemalloc"]["path"]
+    assert undeclared(raw, figures.AllocRaw) == []  # what a preloaded child reports too

@@ -16,6 +16,7 @@ from perfprobe import cli, load_schema
 from perfprobe.budget import MemoryBudget
 from perfprobe.model import Verdict
 from perfprobe.probes.alloc import PROBE, figures, plan, rules
+from typed_shape import undeclared
 
 DATA = Path(__file__).resolve().parent / "data"
 RECORDED = sorted(DATA.glob("alloc_*.json"))
@@ -212,3 +213,9 @@ def test_plan_stays_within_the_budget_and_size(budget, cap, quick):
         assert 2 * lv.bytes <= plan.cache_bytes(host, level) // 2
     size, _ = plan.touch_bytes(settings, MemoryBudget(budget, "test"), cap)
     assert size % plan.HUGE_BYTES == 0 and size <= max(plan.HUGE_BYTES, min(budget, cap or budget))
+
+
+@pytest.mark.parametrize("path", RECORDED, ids=lambda p: p.name)
+def test_the_recordings_hold_only_what_alloc_raw_names(path: Path) -> None:
+    """figures.AllocRaw names every key the recordings hold, with its type (the shape rules and tables read)."""
+    assert undeclared(json.loads(path.read_text())["raw"]["alloc"], figures.AllocRaw) == []

@@ -16,8 +16,9 @@ from perfprobe.kernels import nvml
 from perfprobe.model import Verdict
 from perfprobe.probe import ProbeContext
 from perfprobe.probes import p2p
-from perfprobe.probes.p2p import measure
+from perfprobe.probes.p2p import figures, measure
 from perfprobe.progress import null_progress
+from typed_shape import undeclared
 
 
 @pytest.fixture
@@ -45,6 +46,7 @@ def test_every_pair_measured_state_restored_buffers_freed(fake):
     assert runtime.live == {} and runtime.peer_copies > 0
     assert raw["budget"]["top_bytes"] == 8 << 20 and raw["devices"][0]["numa_node"] == 0
     assert raw["results"]["0.1"]["peer"]["bidir"]["gbs"]["median"] > 0
+    assert undeclared(raw, figures.P2pRaw) == []
     result = p2p.judge(raw, {})
     assert "p2p_gbs.2.1" in result.metrics and result.metrics["peer_access.0.2"].value == 1
 
@@ -54,6 +56,7 @@ def test_no_peer_access_measures_only_the_staged_path(fake):
     raw = measure.measure(context((0, 1)))
     entry = raw["results"]["0.1"]
     assert entry["peer_enabled"] is False and "peer" not in entry and entry["staged"]["sweep"]
+    assert undeclared(raw, figures.P2pRaw) == []
     assert p2p.judge(raw, {}).metrics["p2p_gbs.0.1"].value is None
 
 

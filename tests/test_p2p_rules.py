@@ -15,6 +15,7 @@ from perfprobe.model import Verdict
 from perfprobe.probes import p2p
 from perfprobe.probes.p2p import figures as fig
 from perfprobe.probes.p2p import plan, rules
+from typed_shape import undeclared
 
 DATA = Path(__file__).parent / "data"
 
@@ -147,3 +148,9 @@ def test_plan_top_fits_two_buffers_on_every_gpu():
     top, why = plan.plan_top(1 << 30, plan.PRESETS.full, [MemoryBudget(8 << 30, "a"), MemoryBudget(1 << 30, "b")])
     assert (top, why) == (512 << 20, "b")
     assert plan.plan_top(1 << 30, plan.PRESETS.quick, [MemoryBudget(8 << 30, "a")]) == (256 << 20, None)
+
+
+@pytest.mark.parametrize("name", sorted(p.name for p in DATA.glob("p2p_synthetic_*.json")))
+def test_the_matrices_hold_only_what_p2p_raw_names(name: str) -> None:
+    """figures.P2pRaw names every key the matrices hold, with its type (the shape rules and tables read)."""
+    assert undeclared(json.loads((DATA / name).read_text())["raw"]["p2p"], fig.P2pRaw) == []

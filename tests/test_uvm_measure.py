@@ -22,8 +22,9 @@ from perfprobe.errors import GpuUnavailable, ProbeSkipped
 from perfprobe.kernels.uvm_kernels import pattern
 from perfprobe.probe import ProbeContext
 from perfprobe.probes import uvm
-from perfprobe.probes.uvm import measure, plan
+from perfprobe.probes.uvm import figures, measure, plan
 from perfprobe.progress import null_progress
+from typed_shape import undeclared
 
 MiB = 1 << 20
 
@@ -87,6 +88,7 @@ def test_every_path_runs_checks_its_sum_and_frees_its_memory(monkeypatch: pytest
     assert set(raw["paths"]["managed_prefetch"]) >= {"prefetch_s", "kernel_s"}
     assert raw["api_used"]["prefetch to host"] == "cupy.cuda.runtime"
     assert uvm.judge(raw, {}).summary.startswith("Fake GPU, 2 MiB")
+    assert undeclared(raw, figures.UvmRaw) == []
 
 
 def test_host_location_failure_without_bindings_skips_only_those_paths(
@@ -101,6 +103,7 @@ def test_host_location_failure_without_bindings_skips_only_those_paths(
     assert "time_s" in raw["paths"]["managed_prefetch"]
     notes = [note for note in raw["api_notes"] if "cupy's prefetch to host failed" in note]
     assert len(notes) == 1  # tried once; later calls go straight to the fallback
+    assert undeclared(raw, figures.UvmRaw) == []
     verdicts = [f.verdict.value for f in uvm.judge(raw, {}).findings]
     assert "warn" in verdicts
 

@@ -15,6 +15,7 @@ from perfprobe import cli, load_schema
 from perfprobe.model import Verdict
 from perfprobe.probes import uvm
 from perfprobe.probes.uvm import figures
+from typed_shape import undeclared
 
 DATA = Path(__file__).parent / "data"
 RECORDINGS = sorted(DATA.glob("uvm_h200_*.json"))
@@ -180,3 +181,11 @@ def test_replay_through_the_cli_is_valid_against_the_schema(capsys: pytest.Captu
     result = report["results"][0]
     assert result["verdict"] == "pass" and result["device"] == 0
     assert result["metrics"]["gbs.explicit_copy"]["value"] == pytest.approx(54.86, abs=0.01)
+
+
+@pytest.mark.parametrize("path", [*RECORDINGS, DATA / "all_quick_h200x2.rec.json"], ids=lambda p: p.name)
+def test_the_recordings_hold_only_what_uvm_raw_names(path: Path) -> None:
+    """figures.UvmRaw names every key the recordings hold, with its type (the shape rules and tables read)."""
+    runs = {key: raw for key, raw in json.loads(path.read_text())["raw"].items() if key.startswith("uvm[")}
+    assert runs
+    assert {key: undeclared(raw, figures.UvmRaw) for key, raw in runs.items()} == {key: [] for key in runs}
