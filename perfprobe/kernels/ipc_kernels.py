@@ -307,11 +307,32 @@ def copy(dst: int, src: int, n: int) -> None:
         c_memcpy(dst, src, n)
 
 
+@intrinsic
+def store_sc(typingctx, addr, value):
+    """An atomic seq_cst store to the int64 at addr (a wait flag: the re-read after it cannot pass it)."""
+    def codegen(context, builder, sig, args):
+        builder.store_atomic(args[1], builder.inttoptr(args[0], _I64.as_pointer()), "seq_cst", 8)
+        return context.get_dummy_value()
+    return types.none(types.int64, types.int64), codegen
+
+
+@intrinsic
+def load_sc(typingctx, addr):
+    """An atomic seq_cst load of the int64 at addr."""
+    def codegen(context, builder, sig, args):
+        return builder.load_atomic(builder.inttoptr(args[0], _I64.as_pointer()), "seq_cst", 8)
+    return types.int64(types.int64), codegen
+
+
+# The ring kernels work on raw addresses (ints), never on arrays below the entry point: an array
+# passed on, even to an inlined function, costs numba's reference counting (NRT_incref/decref, each
+# a call and a locked add) on every push and pop, which read as 20-25% of a 64 B round trip.
 @njit(cache=True, nogil=True)
-def _wait_change(ctl: np.ndarray, addr: int, old: int, flag: int, mode: int, my_efd: int,
+def _wait_change(ctl: int, addr: int, old: int, flag: int, mode: int, my_efd: int,
                  scratch: int, deadline_ns: int) -> int:
-    """Wait until the int64 at addr != old (spinning, or asleep on a futex or an eventfd with
-    ctl[flag] raised so the other side knows to wake us); 0, ABORTED, TIMEOUT or an errno."""
+    """Wait until the int64 at addr != old (spinning, or asleep on a futex or an eventfd with the
+    flag word at `flag` raised so the other side knows to wake us); 0, ABORTED, TIMEOUT or an errno.
+    `ctl` is the control words' address (the abort word is its first)."""
     spins = 0
     while load_acquire(addr) == old:
         if mode == SPIN:
@@ -319,20 +340,20 @@ def _wait_change(ctl: np.ndarray, addr: int, old: int, flag: int, mode: int, my_
             if spins % CHECK_EVERY != 0:
                 continue
         elif mode == FUTEX or mode == EVENTFD:
-            store(ctl, flag, 1)     # seq_cst: the re-read below cannot pass it
-            if load(ctl, ABORT) == 0 and load_acquire(addr) == old:   # the other side publishes, fences, reads the flag
+            store_sc(flag, 1)
+            if load_sc(ctl + 8 * ABORT) == 0 and load_sc(addr) == old:   # the other side publishes, fences, reads the flag
                 if mode == FUTEX:
                     ret = c_futex(addr, FUTEX_WAIT, old & 0xFFFFFFFF, FUTEX_SLICE_NS)
                     if ret < 0 and c_errno() == EINTR:
-                        store(ctl, flag, 0)
+                        store_sc(flag, 0)
                         return EINTR
                 else:
                     ret = c_read(my_efd, scratch, 8)
                     if ret < 0:
-                        store(ctl, flag, 0)
+                        store_sc(flag, 0)
                         return c_errno()
-            store(ctl, flag, 0)
-        if load(ctl, ABORT) != 0:
+            store_sc(flag, 0)
+        if load_acquire(ctl + 8 * ABORT) != 0:
             return ABORTED
         if now_ns() > deadline_ns:
             return TIMEOUT
@@ -340,146 +361,169 @@ def _wait_change(ctl: np.ndarray, addr: int, old: int, flag: int, mode: int, my_
 
 
 @njit(cache=True, nogil=True, inline="always")
-def _wake(ctl: np.ndarray, addr: int, flag: int, mode: int, peer_efd: int, scratch: int) -> None:
+def _wake(addr: int, flag: int, mode: int, peer_efd: int, scratch: int) -> None:
     """After a publish, in the sleeping modes only: wake the other side if it said it sleeps."""
     if mode != SPIN:
         fence()
-        if load(ctl, flag) != 0:
+        if load_sc(flag) != 0:
             if mode == FUTEX:
                 c_futex(addr, FUTEX_WAKE, 1, -1)
             else:
                 c_write(peer_efd, scratch + 8, 8)  # scratch[1] holds 1: the eventfd's increment
 
 
-# Each side's private indices, one small array per kernel call (never shared): as producer on its
+# Each side's private indices, words of its scratch buffer (never shared): as producer on its
 # outgoing ring, its head, the slot the head is in, and its cached copy of the consumer's tail; as
 # consumer on its incoming ring, its tail, the slot the tail is in, and the tail it last published.
-HEAD_I, HEAD_SLOT, CACHED_TAIL, TAIL_I, TAIL_SLOT, PUBLISHED = 0, 1, 2, 3, 4, 5
+HEAD_I, HEAD_SLOT, CACHED_TAIL, TAIL_I, TAIL_SLOT, PUBLISHED = 2, 3, 4, 5, 6, 7
+SCRATCH_WORDS = 8
 
 
 @njit(cache=True, nogil=True, inline="always")
-def ring_indices() -> np.ndarray:
-    return np.zeros(6, dtype=np.int64)
+def _get(sc: int, word: int) -> int:
+    return _peek(sc + 8 * word)
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _set(sc: int, word: int, value: int) -> None:
+    _poke(sc + 8 * word, value)
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _fresh(sc: int) -> int:
+    """Both rings start empty at index 0 (ring_reset): this side's indices back to 0."""
+    for word in range(HEAD_I, SCRATCH_WORDS):
+        _poke(sc + 8 * word, 0)
+    return sc
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _ring_word(ctl: int, ring: int, word: int) -> int:
+    return ctl + 8 * (RING_WORDS * (ring + 1) + word)
 
 
 # inline="always" (numba's own inlining): compiled as separate functions, every push and pop was a
-# call with its arrays passed by value (26 stack pushes) and an exception-status check, and the 64 B
+# call with its arguments passed on the stack and an exception-status check, and the 64 B
 # spinning-ring round trip read ~25 ns (7-22%) slower than bench/ipc_ref.c on both hosts.
 @njit(cache=True, nogil=True, inline="always")
-def ring_push(ctl: np.ndarray, data: np.ndarray, ring: int, slots: int, stride: int, ix: np.ndarray,
-              src: int, n: int, mode: int, my_efd: int, peer_efd: int, scratch: int, deadline_ns: int) -> int:
+def ring_push(ctl: int, data: int, half: int, ring: int, slots: int, stride: int, src: int, n: int,
+              mode: int, my_efd: int, peer_efd: int, sc: int, deadline_ns: int) -> int:
     """Copy n bytes from address src into the next slot of ring `ring` (waiting while the ring is
     full) and publish it through the slot's sequence word."""
-    head = ix[HEAD_I]
-    if head - ix[CACHED_TAIL] >= slots:     # full by the cached tail: read the published one
-        tail_word = RING_WORDS * (ring + 1) + TAIL
-        tail_addr = ctl.ctypes.data + 8 * tail_word
-        ix[CACHED_TAIL] = load_acquire(tail_addr)
-        while head - ix[CACHED_TAIL] >= slots:
-            err = _wait_change(ctl, tail_addr, ix[CACHED_TAIL], RING_WORDS * (ring + 1) + PRODUCER_WAITS,
-                               mode, my_efd, scratch, deadline_ns)
+    head = _get(sc, HEAD_I)
+    if head - _get(sc, CACHED_TAIL) >= slots:     # full by the cached tail: read the published one
+        tail_addr = _ring_word(ctl, ring, TAIL)
+        _set(sc, CACHED_TAIL, load_acquire(tail_addr))
+        while head - _get(sc, CACHED_TAIL) >= slots:
+            err = _wait_change(ctl, tail_addr, _get(sc, CACHED_TAIL), _ring_word(ctl, ring, PRODUCER_WAITS),
+                               mode, my_efd, sc, deadline_ns)
             if err != 0:
                 return err
-            ix[CACHED_TAIL] = load_acquire(tail_addr)
-    slot = data.ctypes.data + ring * (data.size // 2) + ix[HEAD_SLOT] * stride
+            _set(sc, CACHED_TAIL, load_acquire(tail_addr))
+    slot = data + ring * half + _get(sc, HEAD_SLOT) * stride
     copy(slot, src, n)
     seq = slot + stride - SEQ_BYTES
     store_release(seq, head + 1)
-    _wake(ctl, seq, RING_WORDS * (ring + 1) + CONSUMER_WAITS, mode, peer_efd, scratch)
-    ix[HEAD_I] = head + 1
-    ix[HEAD_SLOT] = 0 if ix[HEAD_SLOT] + 1 == slots else ix[HEAD_SLOT] + 1
+    _wake(seq, _ring_word(ctl, ring, CONSUMER_WAITS), mode, peer_efd, sc)
+    _set(sc, HEAD_I, head + 1)
+    nxt = _get(sc, HEAD_SLOT) + 1
+    _set(sc, HEAD_SLOT, 0 if nxt == slots else nxt)
     return 0
 
 
 @njit(cache=True, nogil=True, inline="always")
-def ring_pop(ctl: np.ndarray, data: np.ndarray, ring: int, slots: int, stride: int, ix: np.ndarray,
-             dst: int, n: int, mode: int, my_efd: int, peer_efd: int, scratch: int, deadline_ns: int) -> int:
+def ring_pop(ctl: int, data: int, half: int, ring: int, slots: int, stride: int, dst: int, n: int,
+             mode: int, my_efd: int, peer_efd: int, sc: int, deadline_ns: int) -> int:
     """Wait for the next message of ring `ring` in its slot, copy its n bytes to address dst; publish
     the tail once every quarter of the ring (the producer reads it only when it finds the ring full)."""
-    tail = ix[TAIL_I]
-    slot = data.ctypes.data + ring * (data.size // 2) + ix[TAIL_SLOT] * stride
+    tail = _get(sc, TAIL_I)
+    slot = data + ring * half + _get(sc, TAIL_SLOT) * stride
     seq = slot + stride - SEQ_BYTES
     now = load_acquire(seq)
     if now != tail + 1:    # the slot still holds the previous lap's message (or nothing yet)
-        err = _wait_change(ctl, seq, now, RING_WORDS * (ring + 1) + CONSUMER_WAITS, mode, my_efd, scratch,
-                           deadline_ns)
+        err = _wait_change(ctl, seq, now, _ring_word(ctl, ring, CONSUMER_WAITS), mode, my_efd, sc, deadline_ns)
         if err != 0:
             return err
     copy(dst, slot, n)
     tail += 1
-    ix[TAIL_I] = tail
-    ix[TAIL_SLOT] = 0 if ix[TAIL_SLOT] + 1 == slots else ix[TAIL_SLOT] + 1
-    if tail - ix[PUBLISHED] >= max(1, slots // 4):
-        tail_addr = ctl.ctypes.data + 8 * (RING_WORDS * (ring + 1) + TAIL)
+    _set(sc, TAIL_I, tail)
+    nxt = _get(sc, TAIL_SLOT) + 1
+    _set(sc, TAIL_SLOT, 0 if nxt == slots else nxt)
+    if tail - _get(sc, PUBLISHED) >= max(1, slots // 4):
+        tail_addr = _ring_word(ctl, ring, TAIL)
         store_release(tail_addr, tail)
-        ix[PUBLISHED] = tail
-        _wake(ctl, tail_addr, RING_WORDS * (ring + 1) + PRODUCER_WAITS, mode, peer_efd, scratch)
+        _set(sc, PUBLISHED, tail)
+        _wake(tail_addr, _ring_word(ctl, ring, PRODUCER_WAITS), mode, peer_efd, sc)
     return 0
 
 
 @njit(cache=True, nogil=True)
-def ring_pingpong(ctl: np.ndarray, data: np.ndarray, slots: int, stride: int, buf: np.ndarray, lat_ns: np.ndarray,
-                  mode: int, my_efd: int, peer_efd: int, scratch: np.ndarray, deadline_ns: int) -> int:
-    """lat_ns.size timed round trips of buf.size bytes: push on ring 0, pop the echo from ring 1."""
-    n, sc, addr, ix = buf.size, scratch.ctypes.data, buf.ctypes.data, ring_indices()
+def ring_pingpong(ctl_a: np.ndarray, data_a: np.ndarray, slots: int, stride: int, buf: np.ndarray,
+                  lat_ns: np.ndarray, batch: int, mode: int, my_efd: int, peer_efd: int, scratch: np.ndarray,
+                  deadline_ns: int) -> int:
+    """lat_ns.size samples of `batch` round trips of buf.size bytes each (push on ring 0, pop the
+    echo from ring 1), each sample the mean round trip in ns. A batch keeps the clock out of the
+    figure: a clock_gettime costs 50-60 ns on a KVM guest, as much as a spinning round trip."""
+    ctl, data, half, n, sc, addr = ctl_a.ctypes.data, data_a.ctypes.data, data_a.size // 2, buf.size, _fresh(scratch.ctypes.data), buf.ctypes.data
     for i in range(lat_ns.size):
         start = now_ns()
-        err = ring_push(ctl, data, 0, slots, stride, ix, addr, n, mode, my_efd, peer_efd, sc, deadline_ns)
-        if err == 0:
-            err = ring_pop(ctl, data, 1, slots, stride, ix, addr, n, mode, my_efd, peer_efd, sc, deadline_ns)
-        if err != 0:
-            return err
-        lat_ns[i] = now_ns() - start
+        for _ in range(batch):
+            err = ring_push(ctl, data, half, 0, slots, stride, addr, n, mode, my_efd, peer_efd, sc, deadline_ns)
+            if err == 0:
+                err = ring_pop(ctl, data, half, 1, slots, stride, addr, n, mode, my_efd, peer_efd, sc, deadline_ns)
+            if err != 0:
+                return err
+        lat_ns[i] = (now_ns() - start) // batch
     return 0
 
 
 @njit(cache=True, nogil=True)
-def ring_echo(ctl: np.ndarray, data: np.ndarray, slots: int, stride: int, buf: np.ndarray, count: int,
+def ring_echo(ctl_a: np.ndarray, data_a: np.ndarray, slots: int, stride: int, buf: np.ndarray, count: int,
               mode: int, my_efd: int, peer_efd: int, scratch: np.ndarray, deadline_ns: int) -> int:
     """The worker's side of ring_pingpong: pop from ring 0, push it back on ring 1."""
-    n, sc, addr, ix = buf.size, scratch.ctypes.data, buf.ctypes.data, ring_indices()
+    ctl, data, half, n, sc, addr = ctl_a.ctypes.data, data_a.ctypes.data, data_a.size // 2, buf.size, _fresh(scratch.ctypes.data), buf.ctypes.data
     for _ in range(count):
-        err = ring_pop(ctl, data, 0, slots, stride, ix, addr, n, mode, my_efd, peer_efd, sc, deadline_ns)
+        err = ring_pop(ctl, data, half, 0, slots, stride, addr, n, mode, my_efd, peer_efd, sc, deadline_ns)
         if err == 0:
-            err = ring_push(ctl, data, 1, slots, stride, ix, addr, n, mode, my_efd, peer_efd, sc, deadline_ns)
+            err = ring_push(ctl, data, half, 1, slots, stride, addr, n, mode, my_efd, peer_efd, sc, deadline_ns)
         if err != 0:
             return err
     return 0
 
 
 @njit(cache=True, nogil=True)
-def ring_stream(ctl: np.ndarray, data: np.ndarray, slots: int, stride: int, buf: np.ndarray, count: int,
+def ring_stream(ctl_a: np.ndarray, data_a: np.ndarray, slots: int, stride: int, buf: np.ndarray, count: int,
                 mode: int, my_efd: int, peer_efd: int, scratch: np.ndarray, deadline_ns: int) -> tuple:
     """(ns, error) for count one-way messages on ring 0 and the worker's 8-byte acknowledgement on
     ring 1, after one untimed round trip."""
-    n, sc, addr, ix = buf.size, scratch.ctypes.data, buf.ctypes.data, ring_indices()
-    err = ring_push(ctl, data, 0, slots, stride, ix, addr, 8, mode, my_efd, peer_efd, sc, deadline_ns)
+    ctl, data, half, n, sc, addr = ctl_a.ctypes.data, data_a.ctypes.data, data_a.size // 2, buf.size, _fresh(scratch.ctypes.data), buf.ctypes.data
+    err = ring_push(ctl, data, half, 0, slots, stride, addr, 8, mode, my_efd, peer_efd, sc, deadline_ns)
     if err == 0:
-        err = ring_pop(ctl, data, 1, slots, stride, ix, addr, 8, mode, my_efd, peer_efd, sc, deadline_ns)
+        err = ring_pop(ctl, data, half, 1, slots, stride, addr, 8, mode, my_efd, peer_efd, sc, deadline_ns)
     start = now_ns()
     for _ in range(count):
         if err != 0:
             break
-        err = ring_push(ctl, data, 0, slots, stride, ix, addr, n, mode, my_efd, peer_efd, sc, deadline_ns)
+        err = ring_push(ctl, data, half, 0, slots, stride, addr, n, mode, my_efd, peer_efd, sc, deadline_ns)
     if err == 0:
-        err = ring_pop(ctl, data, 1, slots, stride, ix, addr, 8, mode, my_efd, peer_efd, sc, deadline_ns)
+        err = ring_pop(ctl, data, half, 1, slots, stride, addr, 8, mode, my_efd, peer_efd, sc, deadline_ns)
     return now_ns() - start, err
 
 
 @njit(cache=True, nogil=True)
-def ring_sink(ctl: np.ndarray, data: np.ndarray, slots: int, stride: int, buf: np.ndarray, count: int,
+def ring_sink(ctl_a: np.ndarray, data_a: np.ndarray, slots: int, stride: int, buf: np.ndarray, count: int,
               mode: int, my_efd: int, peer_efd: int, scratch: np.ndarray, deadline_ns: int) -> int:
     """The worker's side of ring_stream."""
-    n, sc, addr, ix = buf.size, scratch.ctypes.data, buf.ctypes.data, ring_indices()
-    err = ring_pop(ctl, data, 0, slots, stride, ix, addr, 8, mode, my_efd, peer_efd, sc, deadline_ns)
+    ctl, data, half, n, sc, addr = ctl_a.ctypes.data, data_a.ctypes.data, data_a.size // 2, buf.size, _fresh(scratch.ctypes.data), buf.ctypes.data
+    err = ring_pop(ctl, data, half, 0, slots, stride, addr, 8, mode, my_efd, peer_efd, sc, deadline_ns)
     if err == 0:
-        err = ring_push(ctl, data, 1, slots, stride, ix, addr, 8, mode, my_efd, peer_efd, sc, deadline_ns)
+        err = ring_push(ctl, data, half, 1, slots, stride, addr, 8, mode, my_efd, peer_efd, sc, deadline_ns)
     for _ in range(count):
         if err != 0:
             return err
-        err = ring_pop(ctl, data, 0, slots, stride, ix, addr, n, mode, my_efd, peer_efd, sc, deadline_ns)
+        err = ring_pop(ctl, data, half, 0, slots, stride, addr, n, mode, my_efd, peer_efd, sc, deadline_ns)
     if err == 0:
-        err = ring_push(ctl, data, 1, slots, stride, ix, addr, 8, mode, my_efd, peer_efd, sc, deadline_ns)
+        err = ring_push(ctl, data, half, 1, slots, stride, addr, 8, mode, my_efd, peer_efd, sc, deadline_ns)
     return err
 
 
@@ -494,5 +538,8 @@ def ring_reset(ctl: np.ndarray, data: np.ndarray, slots: int, stride: int) -> No
 
 
 def scratch_buffer() -> np.ndarray:
-    """The 16 bytes a ring kernel reads an eventfd into (word 0) and writes one from (word 1 = 1)."""
-    return np.array([0, 1], dtype=np.int64)
+    """A ring kernel's private words: an eventfd is read into word 0 and written from word 1 (= 1);
+    words 2-7 are its ring indices (HEAD_I..PUBLISHED), zeroed by each kernel as it starts."""
+    out = np.zeros(SCRATCH_WORDS, dtype=np.int64)
+    out[1] = 1
+    return out

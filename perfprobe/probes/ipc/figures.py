@@ -23,6 +23,7 @@ class RoundTrips(Stat, total=False):
 
 class PingPongRecord(TypedDict, total=False):
     messages: int
+    batch: int                       # round trips per timed sample (absent before issue 29: 1)
     rtt_us: RoundTrips
     cpu_s_per_msg: float
     cpu_utilisation: float | None

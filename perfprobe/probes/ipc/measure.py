@@ -177,11 +177,20 @@ def _check(session: Session, err: int, reply: dict[str, Any], what: str) -> None
 
 
 def _round_trips(session: Session, transport: str, size: int, count: int) -> tuple[np.ndarray, float, float, float]:
-    """(per-round-trip ns, the worker's CPU s, this side's CPU s, wall s) of one ping-pong run."""
-    cmd = _command(session, "echo", transport, size, count)
-    buf, lat = np.zeros(size, dtype=np.uint8), np.zeros(count, dtype=np.int64)
+    """(ns per round trip of each sample, the worker's CPU s, this side's CPU s, wall s) of one
+    ping-pong run of about `count` round trips, timed plan.timing_batch of them a sample."""
+    batch = plan.timing_batch(transport, size)
+    samples = max(1, count // batch)
+    cmd = _command(session, "echo", transport, size, samples * batch)
+    buf, lat = np.zeros(size, dtype=np.uint8), np.zeros(samples, dtype=np.int64)
     start, wall = _thread_cpu_s(), time.monotonic_ns()
-    err = _run_kernel(session, cmd, session.k.fd_pingpong, session.k.ring_pingpong, buf, lat)
+    if "mode" in cmd:
+        deadline = time.monotonic_ns() + int(cmd["timeout_s"] * 1e9)
+        err = session.k.ring_pingpong(session.ctl, session.data, cmd["slots"], cmd["stride"], buf, lat, batch,
+                                      cmd["mode"], session.efd_mine, session.efd_peer, session.scratch, deadline)
+    else:
+        wfd, rfd, sock, packet = _parent_fds(session, transport)
+        err = session.k.fd_pingpong(wfd, rfd, buf, lat, sock, packet)
     wall_s, mine = (time.monotonic_ns() - wall) / 1e9, _thread_cpu_s() - start
     reply = session.finish(cmd["timeout_s"] + 5.0)
     _check(session, int(err), reply, f"{transport} ping-pong of {size} B")
@@ -191,18 +200,22 @@ def _round_trips(session: Session, transport: str, size: int, count: int) -> tup
 def _pingpong(session: Session, transport: str, size: int, settings: Settings) -> dict[str, Any]:
     """Warm-up runs of growing length until one lasts settings.warm_ms (an idle vCPU or a core
     that has slept answers slowly for the first milliseconds), then one sized to settings.run_ms."""
-    n = plan.CALIBRATION_MESSAGES
+    batch = plan.timing_batch(transport, size)
+    n = plan.CALIBRATION_MESSAGES * batch   # samples, not round trips: the first ones wait for the worker
     while True:
         probe, _, _, _ = _round_trips(session, transport, size, n)
-        if probe.sum() / 1e6 >= settings.warm_ms or n >= settings.max_messages:
+        if probe.sum() * batch / 1e6 >= settings.warm_ms or n >= settings.max_messages:
             break
         n = min(settings.max_messages, n * 8)
-    count = plan.messages(size, settings, float(np.median(probe[n // 2:])) / 1000.0)
+    count = plan.messages(size, settings, float(np.median(probe[probe.size // 2:])) / 1000.0)
+    count = max(count, settings.min_messages * batch)   # at least min_messages samples
     lat, worker_cpu, mine, wall_s = _round_trips(session, transport, size, count)
-    kept = lat[int(count * settings.warmup_fraction):] / 1000.0
+    count = lat.size * batch
+    kept = lat[int(lat.size * settings.warmup_fraction):] / 1000.0
     session.last_rtt_us = float(np.median(kept))
     cpu = mine + worker_cpu
-    return {"messages": count, "rtt_us": dict(summarize(kept.tolist()), p99=float(np.percentile(kept, 99))),
+    return {"messages": count, "batch": batch,
+            "rtt_us": dict(summarize(kept.tolist()), p99=float(np.percentile(kept, 99))),
             "cpu_s_per_msg": cpu / (2 * count), "cpu_utilisation": cpu / wall_s if wall_s > 0 else None,
             "cpu_s": {"scheduler": mine, "worker": worker_cpu}}
 
