@@ -198,8 +198,17 @@ def _baseline_figures(baseline: Mapping[str, Any]) -> Iterator[tuple[str, str, A
 
 @lru_cache(maxsize=None)
 def _validator(name: str) -> Any:
-    """A validator for schema/`name`.schema.json (each one stands alone: nothing is fetched)."""
-    import jsonschema
+    """A validator for schema/`name`.schema.json (each one stands alone: nothing is fetched).
+    Without jsonschema (a runtime dependency, so an install that skipped it) no file can be judged:
+    a usage error (one line, exit 2) saying what to install, never a traceback and never an
+    unvalidated pass."""
+    try:
+        import jsonschema
+    except ImportError as exc:
+        from perfprobe.errors import UsageError
+
+        raise UsageError("input files cannot be validated: the jsonschema package is not installed "
+                         "(pip install jsonschema, or reinstall perfprobe)") from exc
 
     schema = _schema(name)
     return jsonschema.validators.validator_for(schema)(schema)
