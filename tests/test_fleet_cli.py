@@ -121,7 +121,7 @@ def test_healthcheck_healthy_host_would_only_resume(tmp_path, capsys):
     base = own_baseline(tmp_path, capsys)
     code, out, err = invoke(["healthcheck", "--baseline", str(base), "--probes", "host", "--node", "n1",
                              "--dry-run"], capsys)
-    assert code == 0 and "healthy" in out and "State=RESUME" in err
+    assert code == 0 and "healthy" in out and "State=RESUME" in err, (out, err)
 
 
 def test_healthcheck_drains_on_a_fact_that_differs(tmp_path, capsys):

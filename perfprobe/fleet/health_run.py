@@ -31,7 +31,11 @@ a second against a live slurmctld)."""
 
 def _process_start() -> float:
     """When this process started, on the monotonic clock: the deadline counts the interpreter's
-    start-up too (seconds under a small CPU quota), since Slurm's 60 s do."""
+    start-up too (seconds under a small CPU quota), since Slurm's 60 s do. Only when this process
+    is the perfprobe command itself: a check called inside a longer-lived program (a test run, a
+    script calling cli.main) counts from the call."""
+    if Path(sys.argv[0]).name not in ("perfprobe", "__main__.py"):
+        return time.monotonic()
     try:
         import psutil
 
