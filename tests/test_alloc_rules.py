@@ -219,3 +219,13 @@ def test_plan_stays_within_the_budget_and_size(budget, cap, quick):
 def test_the_recordings_hold_only_what_alloc_raw_names(path: Path) -> None:
     """figures.AllocRaw names every key the recordings hold, with its type (the shape rules and tables read)."""
     assert undeclared(json.loads(path.read_text())["raw"]["alloc"], figures.AllocRaw) == []
+
+
+@pytest.mark.parametrize("quota, noted", [(None, False), (0.2, True), (1.0, True), (64.0, False)])
+def test_a_cpu_quota_below_the_threads_is_named(quota: float | None, noted: bool) -> None:
+    """The all-CPU runs under a quota of fewer CPUs than threads: said, as a note."""
+    recording = json.loads((DATA / "alloc_kvm2c_full.json").read_text())
+    raw, host = recording["raw"]["alloc"], recording["host"]
+    host["cgroup"] = {} if quota is None else {"cpu_quota_cpus": quota}
+    said = [f for f in PROBE.judge(raw, host).findings if "CPU quota" in f.message]
+    assert bool(said) is noted and all(f.verdict is Verdict.PASS for f in said)

@@ -178,3 +178,12 @@ def test_ring_against_pipe_is_not_judged_on_one_cpu() -> None:
     _set_rtt(raw, "shm_futex", figures.rtt_us(raw, "pipe") * 3)  # type: ignore[operator]
     assert rules.rule_ring_slow(raw, host) == []
     assert "slower than a Unix socket" in rules.rule_ring_vs_socket(raw, host)[0].message
+
+
+@pytest.mark.parametrize("quota, noted", [(None, False), (0.2, True), (1.5, True), (2.0, False)])
+def test_a_cpu_quota_below_two_cpus_is_named(quota: float | None, noted: bool) -> None:
+    """Two spinning ends under a quota of fewer than two CPUs: said, as a note."""
+    raw, host = _load(DATA / "ipc_kvm2c_quick.json")
+    host["cgroup"] = {} if quota is None else {"cpu_quota_cpus": quota}
+    said = [f for f in judge(raw, host).findings if "CPU quota" in f.message]
+    assert bool(said) is noted and all(f.verdict is Verdict.PASS for f in said)

@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Callable, Optional
 
 from perfprobe.confirm import held_back
-from perfprobe.host.facts import Facts
+from perfprobe.host.facts import Facts, quota_bound_note
 from perfprobe.model import Finding, Verdict
 from perfprobe.probes.alloc import figures as f
 from perfprobe.probes.alloc.figures import Raw
@@ -197,8 +197,14 @@ def rule_busy(raw: Raw, host: Facts) -> list[Finding]:
                     "rerun on an idle host")]
 
 
+def rule_cpu_quota(raw: Raw, host: Facts) -> list[Finding]:
+    """A note when a cgroup CPU quota grants fewer CPUs than the all-CPU runs ran threads."""
+    note = quota_bound_note(host, f.threads(raw), "the all-CPU malloc and first-touch runs")
+    return [Finding(Verdict.PASS, *note)] if note is not None else []
+
+
 RULES: list[Rule] = [rule_contention, rule_pool, rule_allocators, rule_first_touch, rule_huge_pages,
-                     rule_fault_scaling, rule_mlock, rule_copy, rule_bind, rule_capped, rule_busy]
+                     rule_fault_scaling, rule_mlock, rule_copy, rule_bind, rule_capped, rule_busy, rule_cpu_quota]
 
 
 LOAD_SENSITIVE = (rule_contention, rule_fault_scaling)

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Callable
 
-from perfprobe.host.facts import Facts, usable_cpu_list
+from perfprobe.host.facts import Facts, quota_bound_note, usable_cpu_list
 from perfprobe.model import Finding, Verdict
 from perfprobe.probes.ipc import figures as f
 from perfprobe.probes.ipc.figures import Raw
@@ -155,8 +155,15 @@ def rule_ring_slow(raw: Raw, host: Facts) -> list[Finding]:
                     _cause_advice(raw, host), confirm=("ring",), figure=round(shm / pipe, 3))]
 
 
+def rule_cpu_quota(raw: Raw, host: Facts) -> list[Finding]:
+    """A note when a cgroup CPU quota grants fewer than the two CPUs a round trip's two spinning
+    ends need: the spinning ring then waits for the quota, not for the other core."""
+    note = quota_bound_note(host, 2, "the round trips")
+    return [Finding(Verdict.PASS, *note)] if note is not None else []
+
+
 RULES: list[Rule] = [rule_placements, rule_ring_vs_socket, rule_ring_limit, rule_wait_modes, rule_cross_node, rule_event_loop,
-                     rule_tcp_slow, rule_ring_slow]
+                     rule_tcp_slow, rule_ring_slow, rule_cpu_quota]
 
 
 def findings(raw: Raw, host: Facts) -> tuple[Finding, ...]:
