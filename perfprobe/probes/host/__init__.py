@@ -11,14 +11,14 @@ from typing import Any, Mapping
 from perfprobe.host.facts import Facts
 from perfprobe.model import Assessment
 from perfprobe.probe import Probe
-from perfprobe.probes.host import rules, tables
+from perfprobe.probes.host import figures, rules, tables
 from perfprobe.probes.host.declared import DECLARED
 
 
 def judge(raw: Mapping[str, Any], host: Facts) -> Assessment:
     """Host facts -> metrics, tables and set-up findings (pure)."""
     return Assessment(summary=tables.summary(host), metrics=tables.metrics(host),
-                      findings=rules.findings(raw, host), tables=tables.host_tables(host),
+                      findings=rules.findings(figures.typed(raw), host), tables=tables.host_tables(host),
                       key_figure=tables.key_figure(host))
 
 

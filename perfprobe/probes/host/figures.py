@@ -6,9 +6,31 @@ missing section and returns an empty one; the TypedDicts of perfprobe.host.facts
 
 from __future__ import annotations
 
-from typing import Any, Mapping, cast
+from typing import Any, Mapping, Optional, TypedDict, cast
 
 from perfprobe.host.facts import CpuFacts, CpusFacts, Facts, GpuFacts, NodeFacts, NumaFacts, PcieFacts, numa_nodes
+
+
+class Throttling(TypedDict, total=False):
+    """cpu.stat's counters of the group whose quota binds this process (host/cgroup.py)."""
+
+    nr_periods: Optional[int]
+    nr_throttled: Optional[int]
+    throttled_usec: Optional[int]
+
+
+class HostRaw(TypedDict, total=False):
+    """What host's measure returns: nothing without a CPU quota; under one, the throttling counters
+    after a short busy window (so throttling during the run shows even when host runs alone)."""
+
+    cgroup_after: Throttling
+    window_s: float
+    window_cpu_s: float
+
+
+def typed(raw: Mapping[str, Any]) -> HostRaw:
+    """The recorded mapping as the shape rules read (the runner's raw dict is JSON: no conversion)."""
+    return cast(HostRaw, raw)
 
 
 def _mapping(value: object) -> Mapping[str, Any]:

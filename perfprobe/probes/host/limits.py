@@ -8,14 +8,12 @@ below the memory the host has available, are what every figure of the run is bou
 
 from __future__ import annotations
 
-from typing import Any, Mapping
-
 from perfprobe.host.facts import Facts, cgroup_facts, cpu_quota, memory_limit
 from perfprobe.model import Cell, Finding, Metric, Table, Verdict
-from perfprobe.probes.host.figures import cpu_list, section
+from perfprobe.probes.host.figures import HostRaw, cpu_list, section
 from perfprobe.units import format_bytes
 
-Raw = Mapping[str, Any]
+Raw = HostRaw
 QUOTA_ADVICE = ("Raise or remove the quota where it is set (docker --cpus, Kubernetes resources.limits.cpu, "
                 "systemd CPUQuota=, the job's cgroup), or run at most {threads} busy thread(s) so the quota "
                 "is not throttled every period")

@@ -8,17 +8,29 @@ lists warnings first.
 
 from __future__ import annotations
 
-from typing import Any, Callable, Mapping, cast
+from typing import Any, Callable, cast
 
 from perfprobe.host.facts import Facts
 from perfprobe.host.numa import contradictions
 from perfprobe.host.parse import format_cpulist
 from perfprobe.model import Finding, Verdict
 from perfprobe.probes.host import limits
-from perfprobe.probes.host.figures import cpu, cpu_list, cpus, distances, gpu_name, gpus, nodes, numa, pcie, section
+from perfprobe.probes.host.figures import (
+    HostRaw,
+    cpu,
+    cpu_list,
+    cpus,
+    distances,
+    gpu_name,
+    gpus,
+    nodes,
+    numa,
+    pcie,
+    section,
+)
 from perfprobe.units import format_bytes
 
-Raw = Mapping[str, Any]
+Raw = HostRaw
 Rule = Callable[[Raw, Facts], list[Finding]]
 
 MEMLOCK_MIN_BYTES = 64 << 20
