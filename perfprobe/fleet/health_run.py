@@ -34,8 +34,9 @@ def _process_start() -> float:
     start-up too (seconds under a small CPU quota), since Slurm's 60 s do. Only when this process
     is the perfprobe command itself: a check called inside a longer-lived program (a test run, a
     script calling cli.main) counts from the call."""
-    if Path(sys.argv[0]).name not in ("perfprobe", "__main__.py"):
-        return time.monotonic()
+    program = Path(sys.argv[0])
+    if program.name != "perfprobe" and (program.name, program.parent.name) != ("__main__.py", "perfprobe"):
+        return time.monotonic()  # e.g. `python -m pytest` (argv[0] pytest/__main__.py), a script
     try:
         import psutil
 
