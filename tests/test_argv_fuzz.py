@@ -29,7 +29,8 @@ import typer
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
-from perfprobe import cli, runner
+from perfprobe import cli
+from perfprobe.engine import runner
 from perfprobe.errors import ProbeSkipped
 
 REPO = Path(__file__).resolve().parents[1]
@@ -208,7 +209,7 @@ CONTENT_COMMANDS = {
 
 
 def _write(where: Path, content: Any) -> Path:
-    from perfprobe import untrusted
+    from perfprobe.system import untrusted
 
     if content == "dev_zero":
         return Path("/dev/zero")
@@ -226,8 +227,8 @@ def _write(where: Path, content: Any) -> Path:
 
 def test_fuzzed_file_contents_end_cleanly(fuzz_dir: Path) -> None:
     import report_strategies as rs
-    from perfprobe import untrusted
     from perfprobe.fleet import health_run
+    from perfprobe.system import untrusted
 
     def measured(*args: Any, **kwargs: Any) -> Any:
         raise AssertionError("a health check measured: its baseline was not refused first")
