@@ -13,14 +13,11 @@ in a policy) is left out of that command.
 
 from __future__ import annotations
 
-import contextlib
 import copy
-import io
 import json
 import os
 import sys
 import time
-import traceback
 from pathlib import Path
 from typing import Any, Callable
 
@@ -215,19 +212,9 @@ def _no_measuring(*args: Any, **kwargs: Any) -> Any:
 
 
 def run_one(argv: list[str]) -> tuple[int, str, str]:
-    from perfprobe import cli
+    from cli_invoke import run_captured  # tests/ is on the path (above)
 
-    out, err = io.StringIO(), io.StringIO()
-    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-        try:
-            cli.main(argv)
-        except SystemExit as exc:
-            code = exc.code if isinstance(exc.code, int) else 0
-        except BaseException:  # noqa: BLE001 - a traceback (or a measurement) is the finding
-            return -1, out.getvalue(), traceback.format_exc()
-        else:
-            code = 0
-    return code, out.getvalue(), err.getvalue()
+    return run_captured(argv)
 
 
 def cases(folder: Path) -> list[tuple[str, str, list[str]]]:

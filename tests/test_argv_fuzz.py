@@ -15,12 +15,10 @@ runs); healthcheck always gets --dry-run (it would otherwise call scontrol to dr
 
 from __future__ import annotations
 
-import contextlib
 import io
 import json
 import os
 import sys
-import traceback
 from pathlib import Path
 from typing import Any
 
@@ -29,6 +27,7 @@ import typer
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
+from cli_invoke import run_captured
 from perfprobe import cli
 from perfprobe.engine import runner
 from perfprobe.errors import ProbeSkipped
@@ -130,17 +129,7 @@ def _no_measuring(probe: Any, ctx: Any) -> dict[str, Any]:
 
 
 def run_argv(argv: list[str]) -> tuple[int, str, str]:
-    out, err = io.StringIO(), io.StringIO()
-    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-        try:
-            cli.main(argv)
-        except SystemExit as exc:
-            code = exc.code if isinstance(exc.code, int) else 0
-        except BaseException:  # noqa: BLE001 - the finding: anything escaping main is a traceback
-            return -1, out.getvalue(), traceback.format_exc()
-        else:
-            code = 0
-    return code, out.getvalue(), err.getvalue()
+    return run_captured(argv)
 
 
 @pytest.fixture(scope="module")
