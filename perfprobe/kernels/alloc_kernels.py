@@ -20,14 +20,14 @@ own CPU time, so a preempted run can be told apart from a contended one.
 # mypy: disable-error-code="call-arg,var-annotated"
 from __future__ import annotations
 
-from typing import Callable, Sequence
+from typing import Any, Callable, Sequence
 
 import numpy as np
 from llvmlite import ir
 from numba import njit, types
 from numba.extending import intrinsic
 
-from perfprobe.kernels.compiled import now_ns, opaque, spin_barrier, thread_cpu_ns
+from perfprobe.kernels.compiled import atomic_load64, atomic_store64, now_ns, opaque, spin_barrier, thread_cpu_ns
 from perfprobe.kernels.placement import on_pinned_threads
 
 _I64 = ir.IntType(64)
@@ -75,19 +75,8 @@ def _poke(typingctx, addr, value):
     return types.none(types.int64, types.int64), codegen
 
 
-@intrinsic
-def _load64(typingctx, addr):
-    def codegen(context, builder, sig, args):
-        return builder.load_atomic(builder.inttoptr(args[0], _I64.as_pointer()), "monotonic", 8)
-    return types.int64(types.int64), codegen
-
-
-@intrinsic
-def _store64(typingctx, addr, value):
-    def codegen(context, builder, sig, args):
-        builder.store_atomic(args[1], builder.inttoptr(args[0], _I64.as_pointer()), "monotonic", 8)
-        return context.get_dummy_value()
-    return types.none(types.int64, types.int64), codegen
+_load64: Any = atomic_load64("monotonic", "An atomic (monotonic) load of the int64 at addr.")
+_store64: Any = atomic_store64("monotonic", "An atomic (monotonic) store of value to the int64 at addr.")
 
 
 @intrinsic

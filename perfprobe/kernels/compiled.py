@@ -51,6 +51,29 @@ def clock_reader(clock_id: int, doc: str) -> Callable[..., Any]:
     return clock
 
 
+def atomic_load64(ordering: str, doc: str) -> Any:
+    """An intrinsic loading the int64 at a byte address atomically with `ordering` (LLVM's:
+    "monotonic", "acquire", ...): on x86 a plain move, but never merged or hoisted out of a loop.
+    The ring (ipc) and the pool (alloc) kernels each make the ones they need from this."""
+    def load(typingctx, addr):
+        def codegen(context, builder, sig, args):
+            return builder.load_atomic(builder.inttoptr(args[0], _I64.as_pointer()), ordering, 8)
+        return types.int64(types.int64), codegen
+    load.__doc__ = doc
+    return intrinsic(load)
+
+
+def atomic_store64(ordering: str, doc: str) -> Any:
+    """An intrinsic storing an int64 to a byte address atomically with `ordering`."""
+    def store(typingctx, addr, value):
+        def codegen(context, builder, sig, args):
+            builder.store_atomic(args[1], builder.inttoptr(args[0], _I64.as_pointer()), ordering, 8)
+            return context.get_dummy_value()
+        return types.none(types.int64, types.int64), codegen
+    store.__doc__ = doc
+    return intrinsic(store)
+
+
 now_ns: Any = intrinsic(clock_reader(_CLOCK_MONOTONIC, "Wall time, CLOCK_MONOTONIC in ns, read from inside a compiled loop."))
 thread_cpu_ns: Any = intrinsic(clock_reader(_CLOCK_THREAD_CPUTIME_ID, "This thread's CPU time (CLOCK_THREAD_CPUTIME_ID), ns."))
 

@@ -33,6 +33,7 @@ KeyboardInterrupt as soon as the kernel returns.
 from __future__ import annotations
 
 import platform
+from typing import Any
 
 import numpy as np
 from llvmlite import ir
@@ -40,7 +41,7 @@ from numba import njit, types
 from numba.core import cgutils
 from numba.extending import intrinsic
 
-from perfprobe.kernels.compiled import now_ns
+from perfprobe.kernels.compiled import atomic_load64, atomic_store64, now_ns
 
 _I64, _I32 = ir.IntType(64), ir.IntType(32)
 _PTR = ir.IntType(8).as_pointer()
@@ -254,21 +255,8 @@ def fd_sink(rfd: int, wfd: int, buf: np.ndarray, count: int, sock: bool, packet:
     return fd_send(wfd, addr, 8, sock) if err == 0 else err
 
 
-@intrinsic
-def load_acquire(typingctx, addr):
-    """An atomic acquire load of the int64 at addr (x86: a plain move; never hoisted out of a loop)."""
-    def codegen(context, builder, sig, args):
-        return builder.load_atomic(builder.inttoptr(args[0], _I64.as_pointer()), "acquire", 8)
-    return types.int64(types.int64), codegen
-
-
-@intrinsic
-def store_release(typingctx, addr, value):
-    """An atomic release store of value to the int64 at addr: every copy before it is seen first."""
-    def codegen(context, builder, sig, args):
-        builder.store_atomic(args[1], builder.inttoptr(args[0], _I64.as_pointer()), "release", 8)
-        return context.get_dummy_value()
-    return types.none(types.int64, types.int64), codegen
+load_acquire: Any = atomic_load64("acquire", "An acquire load of the int64 at addr (x86: a plain move).")
+store_release: Any = atomic_store64("release", "A release store to addr: every copy before it is seen first.")
 
 
 @intrinsic
