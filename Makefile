@@ -62,7 +62,7 @@ bench-speed: $(VENV)/.installed
 
 ## completions: regenerate bash, zsh and fish completions from the CLI
 completions: $(VENV)/.installed
-	$(BIN)/python -m perfprobe.completions completions
+	$(BIN)/python -m perfprobe.cli.completions completions
 
 ## test-numa-vm: boot emulated multi-node NUMA guests (QEMU, TCG) and run the NUMA checks inside
 test-numa-vm: $(VENV)/.installed-test

@@ -77,11 +77,11 @@ def pp_run(kernels: Any, cpus: list[int], levels: list[Any]) -> dict[str, float]
 def main() -> int:
     if not build():
         return 0
-    from perfprobe.bind import usable_cpus
-    from perfprobe.budget import host_memory_budget
     from perfprobe.host import read_host_facts
     from perfprobe.kernels import alloc_kernels as kernels
     from perfprobe.probes.alloc.plan import PRESETS, copy_levels
+    from perfprobe.system.bind import usable_cpus
+    from perfprobe.system.budget import host_memory_budget
 
     host = read_host_facts()
     cpus = usable_cpus(host)

@@ -34,9 +34,7 @@ import numpy as np
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from perfprobe.bind import usable_cpus  # noqa: E402
-from perfprobe.budget import host_memory_budget  # noqa: E402
-from perfprobe.config import Knobs  # noqa: E402
+from perfprobe.engine.config import Knobs  # noqa: E402
 from perfprobe.host import read_host_facts  # noqa: E402
 from perfprobe.probes.cache import timing as m  # noqa: E402
 from perfprobe.probes.cache.buffers import page_buffer  # noqa: E402
@@ -49,7 +47,9 @@ from perfprobe.probes.cache.plan import (  # noqa: E402
     plan_placement,
     sharers,
 )
-from perfprobe.units import format_bytes  # noqa: E402
+from perfprobe.pure.units import format_bytes  # noqa: E402
+from perfprobe.system.bind import usable_cpus  # noqa: E402
+from perfprobe.system.budget import host_memory_budget  # noqa: E402
 
 BUILD = ROOT / "bench" / "build"
 SOURCE = ROOT / "bench" / "cache_ref.c"

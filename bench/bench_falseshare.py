@@ -149,9 +149,9 @@ def manycore(kernels, order: list[int], host_name: str) -> int:
 
 
 def main() -> int:
-    from perfprobe.bind import usable_cpus
     from perfprobe.host import read_host_facts
     from perfprobe.probes.falseshare.plan import placement_order
+    from perfprobe.system.bind import usable_cpus
 
     host = read_host_facts(None)
     usable = usable_cpus(host)

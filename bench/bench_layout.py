@@ -83,11 +83,11 @@ def pp_records(k, buf: np.ndarray, nbytes: int, fields: int, dram: bool, flush: 
 
 def main(only: tuple[str, ...] = ("",)) -> int:
     """Every point, or those whose name starts with one of `only` (e.g. `records.k16`, `page.32B`)."""
-    from perfprobe.budget import host_memory_budget
     from perfprobe.host import read_host_facts
     from perfprobe.kernels import layout_kernels as k
     from perfprobe.probes.layout import plan
     from perfprobe.probes.layout.measure import throughput_reps
+    from perfprobe.system.budget import host_memory_budget
 
     if not build(soa_vector_bytes(k)):
         return 0

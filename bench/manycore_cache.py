@@ -3,7 +3,7 @@
 - Latency (random chase, ns/load) inside L1, L2, L3 and in DRAM, C and numba alternating ROUNDS
   times: target within ±5% of C (best run of each side).
 - The DRAM thread sweep: read and triad GB/s at 1, 2, 4, ... every physical core (the counts and
-  CPUs of the probe's sweep, perfprobe/placement.py) over the probe's DRAM working set, each count
+  CPUs of the probe's sweep, perfprobe/pure/cpu_order.py) over the probe's DRAM working set, each count
   on arrays allocated for it and first touched share by share (STREAM). C: cache_ref sweep, built
   with -fopenmp, run with OMP_PROC_BIND=close OMP_PLACES=cores; numba: timing.placed_rate, the
   probe's own code. Alternating ROUNDS times; targets on the best run of each side: at least 0.95
@@ -23,12 +23,12 @@ from typing import Any
 import numpy as np
 from bench_cache import ALLOWED, HUGE, REPEATS, RUN_MS, alternate, c_run, targets
 
-from perfprobe.bind import usable_cpus
 from perfprobe.host import read_host_facts
 from perfprobe.probes.cache import timing as m
 from perfprobe.probes.cache.buffers import page_buffer
 from perfprobe.probes.cache.plan import plan_placement
-from perfprobe.units import format_bytes
+from perfprobe.pure.units import format_bytes
+from perfprobe.system.bind import usable_cpus
 
 ROUNDS = int(os.environ.get("MANYCORE_ROUNDS", "5"))
 LATENCY_TOLERANCE = 0.05

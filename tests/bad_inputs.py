@@ -131,7 +131,7 @@ def _unusable_baseline(doc: Doc, kind: str) -> Made:
 
 def _huge(folder: Path) -> Path:
     """A file (sparse: no disk) one byte over the limit on an input."""
-    from perfprobe import untrusted
+    from perfprobe.system import untrusted
 
     path = folder / "huge.json"
     with open(path, "wb") as out:
@@ -237,7 +237,7 @@ def cases(folder: Path) -> list[tuple[str, str, list[str]]]:
 
 
 def main(folder: Path) -> None:
-    from perfprobe import runner
+    from perfprobe.engine import runner
 
     runner._measure = _no_measuring  # type: ignore[assignment]  # a probe's kernels (a replay calls none)
     try:

@@ -11,7 +11,7 @@ import shutil
 import subprocess
 import tarfile
 from pathlib import Path
-from typing import Callable
+from typing import Callable, Iterator
 
 import pytest
 from hypothesis import HealthCheck, settings
@@ -19,6 +19,18 @@ from hypothesis import HealthCheck, settings
 # CI is a small, busy 2-core machine: hypothesis must judge correctness, never speed.
 settings.register_profile("perfprobe", deadline=None, suppress_health_check=[HealthCheck.too_slow])
 settings.load_profile("perfprobe")
+
+
+@pytest.fixture(autouse=True)
+def _process_state_restored() -> Iterator[None]:
+    """Each test leaves the process's CPU affinity, memory policy and numba threads as it found them.
+    An in-process `--bind 0` (the argv fuzz draws it; only measuring is stubbed there) binds the
+    pytest process itself, and every child started after it inherits the memory policy:
+    test_bind's "CPUs bound but memory not" child then saw MPOL_BIND and nothing to catch."""
+    from perfprobe.system.process_state import preserved
+
+    with preserved():
+        yield
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 FIXTURES_DIR = REPO_ROOT.parent / "shared" / "fixtures" / "sysfs"

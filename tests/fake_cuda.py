@@ -17,11 +17,11 @@ from typing import Any, Callable, Optional
 import numpy as np
 import pytest
 
-from perfprobe.config import Knobs, RunConfig
+from perfprobe.engine.config import Knobs, RunConfig
+from perfprobe.engine.probe import ProbeContext
+from perfprobe.engine.progress import null_progress
 from perfprobe.errors import GpuUnavailable
 from perfprobe.kernels import cuda_runtime
-from perfprobe.probe import ProbeContext
-from perfprobe.progress import null_progress
 
 PROPERTIES = {"name": b"Fake GPU", "totalGlobalMem": 16 << 30, "asyncEngineCount": 2, "concurrentKernels": 1,
               "multiProcessorCount": 4, "major": 9, "minor": 0}

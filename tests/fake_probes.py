@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from perfprobe.engine.model import Assessment, Curve, Finding, Metric, Table, Verdict
+from perfprobe.engine.probe import Gpu, Probe
 from perfprobe.errors import GpuUnavailable, ProbeSkipped
-from perfprobe.model import Assessment, Curve, Finding, Metric, Table, Verdict
-from perfprobe.probe import Gpu, Probe
 
 HOST: dict[str, Any] = {
     "source": "live", "root": None, "kernel": "6.1.0",

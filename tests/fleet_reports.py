@@ -10,9 +10,9 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-from perfprobe import runner
-from perfprobe.config import RunConfig
-from perfprobe.registry import all_probe_names
+from perfprobe.engine import runner
+from perfprobe.engine.config import RunConfig
+from perfprobe.engine.registry import all_probe_names
 from perfprobe.render.json import report_to_dict
 
 DATA = Path(__file__).resolve().parent / "data"

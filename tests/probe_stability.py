@@ -1,5 +1,5 @@
 """What the probes' stability tests share: a recording in tests/data judged by its probe, the figures
-its relations and spread bound name (perfprobe/stability.py), one figure planted broken."""
+its relations and spread bound name (perfprobe/engine/stability.py), one figure planted broken."""
 
 from __future__ import annotations
 
@@ -9,8 +9,8 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-from perfprobe.model import Metric
-from perfprobe.stability import unstable
+from perfprobe.engine.model import Metric
+from perfprobe.engine.stability import unstable
 
 DATA = Path(__file__).parent / "data"
 

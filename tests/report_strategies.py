@@ -15,7 +15,7 @@ from typing import Any
 
 from hypothesis import strategies as st
 
-from perfprobe.untrusted import MAX_DEPTH, NON_NEGATIVE_UNITS
+from perfprobe.system.untrusted import MAX_DEPTH, NON_NEGATIVE_UNITS
 
 Doc = dict[str, Any]
 UNITS = ("ns", "µs", "GB/s", "bytes", "count", "ratio", "cycles", "x")

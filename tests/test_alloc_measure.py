@@ -15,9 +15,9 @@ import numpy as np
 import psutil
 import pytest
 
-from perfprobe.config import Knobs, RunConfig
+from perfprobe.engine.config import Knobs, RunConfig
+from perfprobe.engine.probe import ProbeContext
 from perfprobe.host import read_host_facts
-from perfprobe.probe import ProbeContext
 from perfprobe.probes.alloc import figures
 from perfprobe.probes.alloc import system as osys
 from typed_shape import undeclared

@@ -13,9 +13,9 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from perfprobe import cli, load_schema
-from perfprobe.budget import MemoryBudget
-from perfprobe.model import Verdict
+from perfprobe.engine.model import Verdict
 from perfprobe.probes.alloc import PROBE, figures, plan, rules
+from perfprobe.system.budget import MemoryBudget
 from typed_shape import undeclared
 
 DATA = Path(__file__).resolve().parent / "data"

@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 
 import probe_stability as shared
+from perfprobe.engine.stability import unstable
 from perfprobe.probes import alloc
-from perfprobe.stability import unstable
-from perfprobe.stats import metric, summarize
+from perfprobe.pure.stats import metric, summarize
 
 DATA = Path(__file__).parent / "data"
 RECORDINGS = sorted(DATA.glob("alloc_*.json"))

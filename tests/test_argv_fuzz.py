@@ -28,7 +28,8 @@ from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
 from cli_invoke import run_captured
-from perfprobe import cli, runner
+from perfprobe import cli
+from perfprobe.engine import runner
 from perfprobe.errors import ProbeSkipped
 
 REPO = Path(__file__).resolve().parents[1]
@@ -197,7 +198,7 @@ CONTENT_COMMANDS = {
 
 
 def _write(where: Path, content: Any) -> Path:
-    from perfprobe import untrusted
+    from perfprobe.system import untrusted
 
     if content == "dev_zero":
         return Path("/dev/zero")
@@ -215,8 +216,8 @@ def _write(where: Path, content: Any) -> Path:
 
 def test_fuzzed_file_contents_end_cleanly(fuzz_dir: Path) -> None:
     import report_strategies as rs
-    from perfprobe import untrusted
     from perfprobe.fleet import health_run
+    from perfprobe.system import untrusted
 
     def measured(*args: Any, **kwargs: Any) -> Any:
         raise AssertionError("a health check measured: its baseline was not refused first")

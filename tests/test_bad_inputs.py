@@ -20,7 +20,7 @@ from typing import Any
 import pytest
 
 import bad_inputs
-from perfprobe import untrusted
+from perfprobe.system import untrusted
 
 HERE = Path(__file__).resolve().parent
 PERFPROBE = [sys.executable, "-m", "perfprobe"]

@@ -12,9 +12,9 @@ import sys
 
 import pytest
 
-from perfprobe import bind
 from perfprobe.errors import UsageError
 from perfprobe.host import read_host_facts
+from perfprobe.system import bind
 
 TWO_NODES_ONE_FENCED = {
     "cpus": {"online": [0, 1, 2, 3], "usable": [0, 1]},
@@ -67,7 +67,7 @@ def test_bind_to_first_valid_node_binds_and_verifies_in_a_child():
     node = _live_valid_nodes()[0]
     record = _child(
         "import json, os, threading, time\n"
-        "from perfprobe import bind, numa_sys\n"
+        "from perfprobe.system import bind, numa_sys\n"
         "from perfprobe.host import read_host_facts\n"
         "t = threading.Thread(target=time.sleep, args=(5,), daemon=True); t.start()\n"
         f"rec = bind.bind_to_node({node}, read_host_facts())\n"
@@ -84,7 +84,7 @@ def test_verification_catches_cpus_bound_but_memory_not():
     node = _live_valid_nodes()[0]
     outcome = _child(
         "import json, os\n"
-        "from perfprobe import bind\n"
+        "from perfprobe.system import bind\n"
         "from perfprobe.errors import BindError\n"
         "from perfprobe.host import read_host_facts\n"
         f"cpus = bind.node_cpus({node}, read_host_facts())\n"
@@ -100,7 +100,7 @@ def test_threads_pinned_moves_every_thread_and_restores_each():
     cpus = sorted(_live_valid_nodes() and bind.node_cpus(_live_valid_nodes()[0], read_host_facts()))
     outcome = _child(
         "import json, os, threading, time\n"
-        "from perfprobe import bind\n"
+        "from perfprobe.system import bind\n"
         "t = threading.Thread(target=time.sleep, args=(5,), daemon=True); t.start()\n"
         "before = sorted(os.sched_getaffinity(t.native_id))\n"
         f"with bind.threads_pinned([{cpus[0]}]):\n"
@@ -124,7 +124,7 @@ def test_a_binding_that_does_not_take_is_an_error_and_exit_3():
     node = _live_valid_nodes()[0]
     code = (
         "import sys\n"
-        "from perfprobe import bind, cli\n"
+        "from perfprobe.system import bind\nfrom perfprobe import cli\n"
         "bind.numa_sys.set_mempolicy = lambda mode, nodes: None  # the memory half silently ignored\n"
         f"cli.main(['numa', '--bind', '{node}', '--quick', '--json'])\n")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from perfprobe import cli
-from perfprobe.model import Verdict
+from perfprobe.engine.model import Verdict
 from perfprobe.probes.branch import PROBE, figures, rules
 
 DATA = Path(__file__).resolve().parent / "data"

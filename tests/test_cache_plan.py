@@ -6,8 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from perfprobe.budget import MemoryBudget
-from perfprobe.config import Knobs, RunConfig
+from perfprobe.engine.config import Knobs, RunConfig
 from perfprobe.probes.cache.buffers import _huge_fraction_in, page_buffer
 from perfprobe.probes.cache.curve import Level
 from perfprobe.probes.cache.plan import (
@@ -19,6 +18,7 @@ from perfprobe.probes.cache.plan import (
     sharers,
     too_little_memory,
 )
+from perfprobe.system.budget import MemoryBudget
 
 KVM = {"caches": [{"level": 1, "type": "Data", "size_bytes": 48 << 10, "line_bytes": 64},
                   {"level": 1, "type": "Instruction", "size_bytes": 32 << 10, "line_bytes": 64},

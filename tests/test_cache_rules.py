@@ -12,7 +12,7 @@ import jsonschema
 import pytest
 
 from perfprobe import cli, load_schema
-from perfprobe.model import Verdict
+from perfprobe.engine.model import Verdict
 from perfprobe.probes.cache import judge
 from perfprobe.probes.cache.figures import implausible_all, read_figures
 from perfprobe.probes.cache.measure import once_more_if_implausible

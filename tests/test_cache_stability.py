@@ -11,16 +11,16 @@ from typing import Any
 
 import pytest
 
-from perfprobe import confirm
-from perfprobe.budget import MemoryBudget
-from perfprobe.config import Knobs, RunConfig
-from perfprobe.model import Metric, Verdict
+from perfprobe.engine import confirm
+from perfprobe.engine.config import Knobs, RunConfig
+from perfprobe.engine.model import Metric, Verdict
+from perfprobe.engine.stability import unstable
 from perfprobe.probes import cache
 from perfprobe.probes.cache.curve import curve_sizes, dram_latency
 from perfprobe.probes.cache.figures import level_stat, read_figures
 from perfprobe.probes.cache.plan import PRESETS, make_plan
 from perfprobe.probes.cache.timing import MIN_TIMED_BYTES, Timing, calibrate, time_rate
-from perfprobe.stability import unstable
+from perfprobe.system.budget import MemoryBudget
 
 DATA = Path(__file__).parent / "data"
 RECORDED = "cache_epyc2c_quick.json"  # a quiet 2-vCPU EPYC (Zen 2) KVM guest, --quick, 5 repeats

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from perfprobe.model import ProbeResult, Report
-from perfprobe.registry import PROBE_MODULES, load_probe
+from perfprobe.engine.model import ProbeResult, Report
+from perfprobe.engine.registry import PROBE_MODULES, load_probe
 from perfprobe.render.json import report_to_dict
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tools"))

@@ -56,7 +56,7 @@ def test_host_warns_about_a_300_mib_limit_and_budgets_stay_below_it(sandbox: San
     report = _host(sandbox)
     messages = [f["message"] for f in report["results"][0]["findings"]]
     assert any(m.startswith("Memory limit of 300 MiB") for m in messages), messages
-    done = _run(sandbox, sys.executable, "-c", "from perfprobe.budget import host_memory_budget as b; "
+    done = _run(sandbox, sys.executable, "-c", "from perfprobe.system.budget import host_memory_budget as b; "
                 "x = b({'memory': {'available_bytes': 1 << 40}}); print(x.bytes, x.basis)")
     size, basis = done.stdout.split(" ", 1)
     assert int(size) < (300 << 20) // 4 and "cgroup memory limit (300 MiB)" in basis, done.stdout

@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 
 import fake_probes
 from cli_invoke import invoke
-from perfprobe import runner
+from perfprobe.engine import runner
 
 
 @pytest.fixture(autouse=True)

@@ -2,7 +2,7 @@
 
 from pathlib import Path
 
-from perfprobe import completions
+from perfprobe.cli import completions
 
 FOLDER = Path(__file__).resolve().parents[1] / "completions"
 

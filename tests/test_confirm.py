@@ -9,11 +9,12 @@ from typing import Any, Mapping
 
 import jsonschema
 
-from perfprobe import confirm, load_schema, runner
-from perfprobe.config import RunConfig
-from perfprobe.model import Assessment, Finding, Report, Verdict
-from perfprobe.probe import Probe, ProbeContext
-from perfprobe.progress import null_progress
+from perfprobe import load_schema
+from perfprobe.engine import confirm, runner
+from perfprobe.engine.config import RunConfig
+from perfprobe.engine.model import Assessment, Finding, Report, Verdict
+from perfprobe.engine.probe import Probe, ProbeContext
+from perfprobe.engine.progress import null_progress
 from perfprobe.render.json import report_to_dict
 
 LINE = ("line",)

@@ -9,11 +9,11 @@ import importlib
 
 import pytest
 
-from perfprobe.config import Knobs
-from perfprobe.declaration import Declared, ProbeOption
+from perfprobe.engine.config import Knobs
+from perfprobe.engine.declaration import Declared, ProbeOption
+from perfprobe.engine.registry import PROBE_MODULES, declaration, load_probe
 from perfprobe.errors import UsageError
 from perfprobe.fleet import metrics
-from perfprobe.registry import PROBE_MODULES, declaration, load_probe
 from probe_stability import recorded
 
 NAMES = list(PROBE_MODULES)
@@ -80,7 +80,7 @@ def test_the_headline_figures_are_metrics_the_probe_reports(name: str) -> None:
 @pytest.mark.parametrize("name", ["pinned", "streams", "uvm", "gpumem", "p2p"])
 def test_a_gpu_minimum_size_is_written_once(name: str) -> None:
     """plan.MIN_SIZE is the declared --size minimum, and check_knobs holds a Python caller to it."""
-    from perfprobe.config import RunConfig
+    from perfprobe.engine.config import RunConfig
 
     size = declaration(name).option("size")
     plan = importlib.import_module(f"{PROBE_MODULES[name]}.plan")
@@ -111,7 +111,7 @@ def test_the_readme_says_each_declared_size_minimum(name: str) -> None:
     import re
     from pathlib import Path
 
-    from perfprobe.units import size_word
+    from perfprobe.pure.units import size_word
 
     readme = (Path(__file__).resolve().parents[1] / "README.md").read_text()
     row = next(line for line in readme.splitlines() if line.startswith("| `--size BYTES`"))

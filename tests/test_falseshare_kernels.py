@@ -7,11 +7,11 @@ import os
 
 import pytest
 
-from perfprobe.config import Knobs, RunConfig
+from perfprobe.engine.config import Knobs, RunConfig
+from perfprobe.engine.probe import ProbeContext
+from perfprobe.engine.progress import null_progress
 from perfprobe.host import read_host_facts
 from perfprobe.kernels import falseshare_kernels as kernels
-from perfprobe.probe import ProbeContext
-from perfprobe.progress import null_progress
 
 CPUS = sorted(os.sched_getaffinity(0))[:2]
 two_cpus = pytest.mark.skipif(len(CPUS) < 2, reason="needs 2 usable CPUs")

@@ -9,14 +9,14 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from perfprobe.bind import usable_cpus
-from perfprobe.budget import MemoryBudget
-from perfprobe.config import Knobs, RunConfig
+from perfprobe.engine.config import Knobs, RunConfig
+from perfprobe.engine.probe import ProbeContext
+from perfprobe.engine.progress import null_progress
 from perfprobe.errors import ProbeSkipped, UsageError
-from perfprobe.probe import ProbeContext
 from perfprobe.probes import falseshare
 from perfprobe.probes.falseshare import plan
-from perfprobe.progress import null_progress
+from perfprobe.system.bind import usable_cpus
+from perfprobe.system.budget import MemoryBudget
 
 SMT_CORES = [[0, 4], [1, 5], [2, 6], [3, 7]]
 
@@ -139,7 +139,7 @@ def test_check_knobs_uses_the_bound_node_cpus_and_budget(monkeypatch):
 def test_a_bad_knob_is_refused_before_any_probe_runs(monkeypatch):
     """Under `perfprobe all` too: the runner checks every probe's knobs first (exit 2), so no
     probe is measured and none is lost to an error from inside falseshare's measure."""
-    from perfprobe import runner
+    from perfprobe.engine import runner
 
     host = {"cpus": {"usable": [0, 1], "cores": [[0], [1]]}, "caches": [], "numa": {"nodes": []}}
     monkeypatch.setattr(os, "sched_getaffinity", lambda pid: {0, 1})

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from perfprobe import load_schema
-from perfprobe.model import Verdict
+from perfprobe.engine.model import Verdict
 from perfprobe.probes.falseshare import figures, judge, rules
 
 DATA = Path(__file__).parent / "data"

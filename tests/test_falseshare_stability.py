@@ -11,12 +11,12 @@ from types import SimpleNamespace
 import pytest
 
 import probe_stability as shared
-from perfprobe.config import RunConfig
-from perfprobe.probe import ProbeContext
+from perfprobe.engine.config import RunConfig
+from perfprobe.engine.probe import ProbeContext
+from perfprobe.engine.progress import null_progress
 from perfprobe.probes import falseshare
 from perfprobe.probes.falseshare import measure, plan
-from perfprobe.progress import null_progress
-from perfprobe.stats import metric, summarize
+from perfprobe.pure.stats import metric, summarize
 
 DATA = Path(__file__).parent / "data"
 RECORDINGS = sorted(DATA.glob("falseshare_*.json"))

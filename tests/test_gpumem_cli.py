@@ -11,8 +11,9 @@ import pytest
 
 import fake_cuda
 from cli_invoke import invoke
-from perfprobe import load_schema, runner
-from perfprobe.registry import all_probe_names, load_probe
+from perfprobe import load_schema
+from perfprobe.engine import runner
+from perfprobe.engine.registry import all_probe_names, load_probe
 
 DATA = Path(__file__).parent / "data"
 

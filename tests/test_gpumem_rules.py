@@ -12,11 +12,11 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from perfprobe.budget import MemoryBudget
-from perfprobe.config import Knobs, RunConfig
+from perfprobe.engine.config import Knobs, RunConfig
+from perfprobe.engine.model import Verdict
 from perfprobe.errors import UsageError
-from perfprobe.model import Verdict
 from perfprobe.probes.gpumem import figures, judge, plan, rules
+from perfprobe.system.budget import MemoryBudget
 
 DATA = Path(__file__).parent / "data"
 REAL = sorted(DATA.glob("gpumem_h200*.json"))

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from perfprobe import stability
+from perfprobe.engine import stability
 from perfprobe.probes.gpumem import PROBE, figures, judge
 from perfprobe.probes.gpumem.plan import PRESETS
 from probe_stability import DATA, recorded, set_median

@@ -13,8 +13,7 @@ from perfprobe.fleet import health_run
 
 @pytest.mark.parametrize("argv0, counts_startup", [
     ("/usr/local/bin/perfprobe", True), ("/srv/perfprobe/perfprobe/__main__.py", True),
-    ("/usr/bin/pytest", False), ("/venv/lib/python3.11/site-packages/pytest/__main__.py", False),
-    ("-c", False)])
+    ("/usr/bin/pytest", False), ("/venv/lib/python3.11/site-packages/pytest/__main__.py", False), ("-c", False)])
 def test_deadline_start(argv0: str, counts_startup: bool, monkeypatch) -> None:
     monkeypatch.setattr(sys, "argv", [argv0])
     age = time.monotonic() - health_run.Deadline(40).started

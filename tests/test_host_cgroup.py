@@ -10,15 +10,15 @@ from typing import Callable
 
 import pytest
 
-from perfprobe import budget
+from perfprobe.engine.model import Verdict
 from perfprobe.fleet import healthcheck as hc
 from perfprobe.fleet.facts import flat_facts
 from perfprobe.host import read_host_facts
 from perfprobe.host.cgroup import read_cgroup
 from perfprobe.host.facts import cpu_bound, cpu_quota, memory_limit
 from perfprobe.host.sysroot import SysRoot
-from perfprobe.model import Verdict
 from perfprobe.probes.host import judge, limits
+from perfprobe.system import budget
 
 DATA = Path(__file__).parent / "data"
 V1, V2 = DATA / "cgroup_v1_quota", DATA / "cgroup_v2_synthetic"

@@ -17,7 +17,7 @@ from perfprobe.host import read_host_facts
 from perfprobe.host.gpus import nvml_gpus
 from perfprobe.host.pci import link_facts, sysfs_address
 from perfprobe.host.sysroot import SysRoot
-from perfprobe.pcie import gen_from_speed as pcie_gen
+from perfprobe.pure.pcie_rate import gen_from_speed as pcie_gen
 
 
 def write(root: Path, files: dict[str, str]) -> Path:
@@ -249,7 +249,7 @@ def test_damaged_link_files_give_unknown_not_a_crash(tmp_path, speed, width) -> 
 def test_hypervisor_flag_is_a_host_fact_read_through_the_root(fixture_tree, tmp_path):
     """The VM rules read it from the facts, so --fsroot trees and replays judge as the host was."""
     from perfprobe.host import read_host_facts
-    from perfprobe.vm import virtual_machine
+    from perfprobe.pure.vm import virtual_machine
 
     guest = read_host_facts(fixture_tree("fakeheteromemtiers"))  # a captured guest: flags say hypervisor
     assert guest["cpu"]["hypervisor"] is True

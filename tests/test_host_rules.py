@@ -11,8 +11,8 @@ from typing import Any, Callable
 import pytest
 
 from conftest import fixture_names
+from perfprobe.engine.model import Verdict
 from perfprobe.host import read_host_facts
-from perfprobe.model import Verdict
 from perfprobe.probes.host import PROBE, judge
 from perfprobe.probes.host import rules as host_rules
 
@@ -218,7 +218,7 @@ def test_memlock_with_an_rdma_adapter_warns() -> None:
 def test_host_figures_are_facts_with_no_spread_and_nothing_to_relate() -> None:
     """host times nothing: its counts and bytes carry no repeats, declare no relation, and nothing
     in them can be unstable (docs/probes/host.md: Relations)."""
-    from perfprobe.stability import unstable
+    from perfprobe.engine.stability import unstable
 
     metrics = judge({}, healthy()).metrics
     assert metrics and all(m.spread is None for m in metrics.values())

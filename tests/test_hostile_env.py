@@ -21,11 +21,11 @@ from pathlib import Path
 import pytest
 
 import perfprobe.kernels as kernels
-from perfprobe import bind, budget
 from perfprobe.errors import UsageError
 from perfprobe.host import read_host_facts
 from perfprobe.host.parse import CPU_ID_LIMIT, parse_cpulist, parse_cpumask
-from perfprobe.units import parse_device, parse_size
+from perfprobe.pure.units import parse_device, parse_size
+from perfprobe.system import bind, budget
 
 REPO = Path(__file__).resolve().parents[1]
 RECORDING = REPO / "tests" / "data" / "all_quick_h200x2.rec.json"
@@ -202,7 +202,7 @@ def test_no_command_prints_the_help_once():
 
 
 def _every_command() -> list[str]:
-    from perfprobe.completions import command_options
+    from perfprobe.cli.completions import command_options
 
     return [*command_options(), "fleet show", "fleet run"]  # "" is `perfprobe --help` itself
 
@@ -293,7 +293,7 @@ def test_address_space_limit_caps_the_budget_and_is_named(monkeypatch):
 
 
 def test_enomem_under_ulimit_names_the_limit(monkeypatch):
-    from perfprobe import runner
+    from perfprobe.engine import runner
 
     monkeypatch.setattr(budget, "_address_space_limit", lambda: 1_000_000 * 1024)
     result = runner._failed("cache", None, "measuring", OSError(12, "Cannot allocate memory"), time.perf_counter())

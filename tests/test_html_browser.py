@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
+from perfprobe.cli.report_command import load, load_all
 from perfprobe.render import html
-from perfprobe.report_command import load, load_all
 
 DATA = Path(__file__).resolve().parent / "data"
 CHROMIUM = next((p for p in map(shutil.which, ("chromium", "chromium-browser", "google-chrome")) if p), None)

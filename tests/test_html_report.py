@@ -12,11 +12,11 @@ from pathlib import Path
 import pytest
 
 from perfprobe import cli
-from perfprobe.model import Verdict
+from perfprobe.cli.report_command import load, load_all, report_from_dict
+from perfprobe.engine.model import Verdict
 from perfprobe.render import html
 from perfprobe.render.html_fleet import distances, key_values
 from perfprobe.render.json import report_to_dict
-from perfprobe.report_command import load, load_all, report_from_dict
 
 DATA = Path(__file__).resolve().parent / "data"
 
@@ -193,7 +193,7 @@ def _with_spread(report, unstable: set[str]):
     value, MAD 2%), and only the metrics named in `unstable` marked."""
     import dataclasses
 
-    from perfprobe.model import Spread
+    from perfprobe.engine.model import Spread
 
     results = []
     for result in _plain(report).results:

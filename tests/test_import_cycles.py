@@ -9,7 +9,7 @@ when the import happens, not what depends on what, and both cycles issue 26 name
 fleet/baseline.py). Only imports under `if TYPE_CHECKING:` are left out, since they never run.
 
 An edge goes to the module named: `from perfprobe.fleet import metrics` is an edge to
-perfprobe.fleet.metrics, `from perfprobe.config import RunConfig` to perfprobe.config. The parent
+perfprobe.fleet.metrics, `from perfprobe.engine.config import RunConfig` to perfprobe.engine.config. The parent
 packages Python initialises on the way (perfprobe.fleet's __init__) are not edges, or every package
 would be in a cycle with its own submodules. Dynamic imports by name (registry.py's
 `importlib.import_module(PROBE_MODULES[name])`, a probe's `measure_module`) are data, not edges.
@@ -151,7 +151,7 @@ def test_the_walk_sees_the_package():
     assert len(graph) > 50 and "perfprobe.errors" in graph
     # a module-level edge, a function-level (lazy) one, a relative-free `from package import module`
     assert "perfprobe.errors" in graph["perfprobe.kernels.cuda_runtime"]
-    assert "perfprobe.kernels.cuda_runtime" in graph["perfprobe.probe"]
+    assert "perfprobe.kernels.cuda_runtime" in graph["perfprobe.engine.probe"]
     assert "perfprobe.fleet.metrics" in graph["perfprobe.fleet.peers"]
 
 

@@ -12,9 +12,9 @@ import jsonschema
 import pytest
 
 from perfprobe import cli, load_schema
+from perfprobe.engine.stability import unstable
 from perfprobe.probes import ipc
 from perfprobe.probes.ipc import figures, judge, plan, rules
-from perfprobe.stability import unstable
 
 DATA = Path(__file__).parent / "data"
 NEW = DATA / "ipc_kvm2c_quick_slot.json"

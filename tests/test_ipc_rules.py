@@ -12,7 +12,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from perfprobe.model import Verdict
+from perfprobe.engine.model import Verdict
 from perfprobe.probes.ipc import figures, judge, plan, rules
 
 DATA = Path(__file__).parent / "data"

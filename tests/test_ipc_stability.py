@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 
 import probe_stability as shared
+from perfprobe.engine.stability import SPREAD_BOUND, unstable
 from perfprobe.probes import ipc
-from perfprobe.stability import SPREAD_BOUND, unstable
-from perfprobe.stats import metric, summarize
+from perfprobe.pure.stats import metric, summarize
 
 DATA = Path(__file__).parent / "data"
 RECORDINGS = sorted(DATA.glob("ipc_*.json"))

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from perfprobe.registry import PROBE_MODULES, declarations
+from perfprobe.engine.registry import PROBE_MODULES, declarations
 
 HEAVY = ("numba", "cupy", "cupyx", "pynvml", "llvmlite", "cuda")
 PROBES = Path(__file__).resolve().parents[1] / "perfprobe" / "probes"
@@ -126,7 +126,7 @@ def test_the_gpu_probes_are_read_off_the_registry() -> None:
 
 def test_declarations_load_without_their_packages() -> None:
     """--help reads every probe's declared.py: that loads none of the packages' rules or tables."""
-    loaded = _modules_after("from perfprobe.registry import declarations\ndeclarations()")
+    loaded = _modules_after("from perfprobe.engine.registry import declarations\ndeclarations()")
     probes = {m for m in loaded if m.startswith("perfprobe.probes.")}
     assert probes == {f"{m}.declared" for m in PROBE_MODULES.values()}
 
@@ -138,3 +138,69 @@ def test_gpu_probe_packages_import_no_kernels_until_measured() -> None:
 
 def test_only_measure_imports_the_uvm_paths_helper() -> None:
     assert _sources_containing(r"perfprobe\.probes\.uvm import paths|probes\.uvm\.paths") == {"probes/uvm/measure.py"}
+
+
+TOP_LEVEL = {"__init__", "__main__", "errors"}
+"""The only modules at the top of perfprobe/: the version and schema, `python -m perfprobe`, the leaf
+exceptions. Everything else lives in a folder that says where it sits in the flow."""
+FOLDERS = {"cli", "engine", "system", "pure", "host", "kernels", "probes", "render", "fleet", "schema"}
+
+
+def test_the_top_level_keeps_at_most_eight_modules() -> None:
+    modules = {p.stem for p in PACKAGE.glob("*.py")}
+    assert modules == TOP_LEVEL and len(modules) <= 8
+    assert {p.name for p in PACKAGE.iterdir() if p.is_dir() and p.name != "__pycache__"} == FOLDERS
+
+
+def test_the_console_script_and_python_m_reach_the_cli(capsys: pytest.CaptureFixture[str]) -> None:
+    """pyproject's `perfprobe = "perfprobe.cli:main"` and `python -m perfprobe` (perfprobe/__main__.py)."""
+    from perfprobe import __version__, cli
+    from perfprobe.cli import commands
+
+    assert cli.app is commands.app
+    with pytest.raises(SystemExit) as exit_:
+        cli.main(["--version"])
+    assert exit_.value.code == 0 and __version__ in capsys.readouterr().out
+    assert 'perfprobe = "perfprobe.cli:main"' in (PACKAGE.parent / "pyproject.toml").read_text()
+    assert "from perfprobe.cli import main" in (PACKAGE / "__main__.py").read_text()
+
+
+def test_the_cli_helpers_load_without_the_app() -> None:
+    """fleet/commands.py imports cli/help.py while cli/commands.py imports fleet/commands.py: the
+    package's __init__ loads commands.py only when `main` or `app` is used, so either order works."""
+    assert "perfprobe.cli.commands" not in _modules_after("import perfprobe.cli.help")
+    assert "perfprobe.cli.help" in _modules_after("import perfprobe.fleet.commands")  # check=True: it imports
+    assert "perfprobe.fleet.commands" in _modules_after("import perfprobe.cli.commands")
+
+
+IO_MODULES = {"os", "sys", "io", "pathlib", "shutil", "subprocess", "socket", "ctypes", "resource", "mmap",
+              "signal", "threading", "multiprocessing", "tempfile", "glob"}
+PURE_MAY_IMPORT = ("perfprobe.errors", "perfprobe.pure", "perfprobe.engine.model", "perfprobe.engine.confirm")
+
+
+def _imports_of(path: Path) -> set[str]:
+    """What `path` imports, by absolute name: `from a.b import c` is a.b.c (the module or the name
+    in it; the pure helpers use no relative imports)."""
+    names: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Import):
+            names.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            names.update(f"{node.module or '.'}.{alias.name}" for alias in node.names)
+    return names
+
+
+@pytest.mark.parametrize("path", sorted((PACKAGE / "pure").glob("*.py")), ids=lambda p: p.name)
+def test_the_pure_helpers_touch_no_file_process_or_machine(path: Path) -> None:
+    """pure/ is what its name says: no I/O module, no open(), nothing from system/, host/ or kernels/."""
+    imported = _imports_of(path)
+    assert {name.split(".")[0] for name in imported} & IO_MODULES == set()
+    ours = {name for name in imported if name.startswith("perfprobe")}
+    assert [name for name in ours if not name.startswith(PURE_MAY_IMPORT)] == []
+    assert not re.search(r"\bopen\(", path.read_text())
+
+
+def test_the_pure_check_sees_io(tmp_path: Path) -> None:
+    sample = tmp_path / "sample.py"
+    sample.write_text("import os\nfrom perfprobe.system import bind\nfrom pathlib import Path\n")
+    assert _imports_of(sample) == {"os", "perfprobe.system.bind", "pathlib.Path"}

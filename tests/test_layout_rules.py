@@ -9,9 +9,9 @@ from typing import Any
 
 import pytest
 
-from perfprobe.budget import MemoryBudget
-from perfprobe.model import Verdict
+from perfprobe.engine.model import Verdict
 from perfprobe.probes.layout import PROBE, figures, plan, rules
+from perfprobe.system.budget import MemoryBudget
 
 DATA = Path(__file__).resolve().parent / "data"
 RECORDED = sorted(DATA.glob("layout_*.json"))

@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from perfprobe.model import Metric
+from perfprobe.engine.model import Metric
+from perfprobe.engine.stability import unstable
 from perfprobe.probes import layout
-from perfprobe.stability import unstable
-from perfprobe.stats import metric, summarize
+from perfprobe.pure.stats import metric, summarize
 
 DATA = Path(__file__).parent / "data"
 RECORDINGS = sorted(DATA.glob("layout_*.json"))

@@ -18,19 +18,19 @@ from typing import Any
 
 import pytest
 
-from perfprobe import bind, numa_sys
 from perfprobe.errors import UsageError
 from perfprobe.host import read_host_facts
 from perfprobe.host.parse import parse_cpulist
+from perfprobe.system import bind, numa_sys
 
 pytestmark = pytest.mark.multinode
 NODE_SYSFS = Path("/sys/devices/system/node")
 
 BIND_CHILD = """
 import json, os, sys
-from perfprobe.bind import bind_to_node
+from perfprobe.system.bind import bind_to_node
 from perfprobe.host import read_host_facts
-from perfprobe import numa_sys
+from perfprobe.system import numa_sys
 record = bind_to_node(int(sys.argv[1]), read_host_facts())
 policy = numa_sys.get_mempolicy()
 print(json.dumps({"record": record, "affinity": sorted(os.sched_getaffinity(0)),

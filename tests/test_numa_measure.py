@@ -15,14 +15,14 @@ from typing import Any
 
 import pytest
 
-from perfprobe import bind, numa_sys
-from perfprobe.config import Knobs, RunConfig
+from perfprobe.engine.config import Knobs, RunConfig
+from perfprobe.engine.model import Verdict
+from perfprobe.engine.probe import ProbeContext
+from perfprobe.engine.progress import null_progress
 from perfprobe.host import read_host_facts
-from perfprobe.model import Verdict
-from perfprobe.probe import ProbeContext
 from perfprobe.probes import numa
 from perfprobe.probes.numa import measure
-from perfprobe.progress import null_progress
+from perfprobe.system import bind, numa_sys
 
 TINY = {"size": 16 << 20, "steps": 20_000, "repeats": 2}
 HOST = read_host_facts()

@@ -7,14 +7,14 @@ import os
 
 import pytest
 
-from perfprobe import numa_sys
-from perfprobe.budget import MemoryBudget
-from perfprobe.config import Knobs, RunConfig
+from perfprobe.engine.config import Knobs, RunConfig
+from perfprobe.engine.probe import ProbeContext
+from perfprobe.engine.progress import null_progress
 from perfprobe.errors import ProbeSkipped
-from perfprobe.probe import ProbeContext
 from perfprobe.probes import numa
 from perfprobe.probes.numa import plan
-from perfprobe.progress import null_progress
+from perfprobe.system import numa_sys
+from perfprobe.system.budget import MemoryBudget
 
 MIB = 1 << 20
 

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from perfprobe import load_schema
-from perfprobe.model import Verdict
+from perfprobe.engine.model import Verdict
 from perfprobe.probes import numa
 from perfprobe.probes.numa import figures
 from perfprobe.probes.numa import rules as numa_rules
@@ -288,7 +288,7 @@ def test_slow_node_is_compared_only_against_nodes_on_the_same_working_set():
 def test_timing_warns_are_confirmed_by_a_re_measurement_per_node_and_pair():
     """A slow node and a remote penalty rest on timings: each carries its own confirm keys, and a
     re-measurement that does not reproduce it turns it into a pass note (confirm.combine)."""
-    from perfprobe import confirm
+    from perfprobe.engine import confirm
     from perfprobe.probes.numa import measure
 
     assert callable(measure.remeasure)

@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 
 import probe_stability as shared
-from perfprobe.model import Metric
+from perfprobe.engine.model import Metric
 from perfprobe.probes import numa
-from perfprobe.stats import metric, summarize
+from perfprobe.pure.stats import metric, summarize
 
 DATA = Path(__file__).parent / "data"
 RECORDINGS = sorted(DATA.glob("numa_*.json"))

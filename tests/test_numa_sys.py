@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from perfprobe import numa_sys
+from perfprobe.system import numa_sys
 
 
 @given(st.sets(st.integers(min_value=0, max_value=numa_sys.MASK_BITS - 1), max_size=40))

@@ -14,14 +14,14 @@ from typing import Any
 import pytest
 
 from conftest import fixture_names
-from perfprobe import bind
+from perfprobe.engine.model import Verdict
 from perfprobe.errors import UsageError
 from perfprobe.host import read_host_facts
-from perfprobe.model import Verdict
 from perfprobe.probes import numa
 from perfprobe.probes.numa import plan
 from perfprobe.probes.numa import rules as numa_rules
 from perfprobe.probes.numa.figures import distance
+from perfprobe.system import bind
 
 TREES = fixture_names()
 

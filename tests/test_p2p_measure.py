@@ -9,15 +9,15 @@ import pytest
 
 import fake_cuda
 from fake_cuda import FakeRuntime
-from perfprobe import runner
-from perfprobe.config import Knobs, RunConfig
+from perfprobe.engine import runner
+from perfprobe.engine.config import Knobs, RunConfig
+from perfprobe.engine.model import Verdict
+from perfprobe.engine.probe import ProbeContext
+from perfprobe.engine.progress import null_progress
 from perfprobe.errors import ProbeSkipped
 from perfprobe.kernels import nvml
-from perfprobe.model import Verdict
-from perfprobe.probe import ProbeContext
 from perfprobe.probes import p2p
 from perfprobe.probes.p2p import figures, measure
-from perfprobe.progress import null_progress
 from typed_shape import undeclared
 
 

@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from perfprobe.model import Verdict
+from perfprobe.engine.model import Verdict
 from perfprobe.probes import p2p
 from perfprobe.probes.p2p import figures as fig
 from perfprobe.probes.p2p import plan, rules
@@ -143,7 +143,7 @@ def test_sample_covers_every_gpu_and_is_within_the_pairs(gpus, limit):
 
 
 def test_plan_top_fits_two_buffers_on_every_gpu():
-    from perfprobe.budget import MemoryBudget
+    from perfprobe.system.budget import MemoryBudget
 
     top, why = plan.plan_top(1 << 30, plan.PRESETS.full, [MemoryBudget(8 << 30, "a"), MemoryBudget(1 << 30, "b")])
     assert (top, why) == (512 << 20, "b")

@@ -7,13 +7,13 @@ from typing import Any
 import pytest
 
 import fake_probes
-from perfprobe import runner
-from perfprobe.config import RunConfig
+from perfprobe.engine import runner
+from perfprobe.engine.config import RunConfig
+from perfprobe.engine.model import Assessment
+from perfprobe.engine.probe import Probe, ProbeContext
 from perfprobe.errors import UsageError
 from perfprobe.kernels import cuda_runtime
-from perfprobe.model import Assessment
-from perfprobe.probe import Probe, ProbeContext
-from perfprobe.units import parse_device
+from perfprobe.pure.units import parse_device
 
 SEEN: list[tuple[int | None, tuple[int, ...]]] = []
 

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from perfprobe import stability
+from perfprobe.engine import stability
 from perfprobe.probes.p2p import PROBE, judge
 from perfprobe.probes.p2p import figures as fig
 from probe_stability import DATA, recorded

@@ -11,7 +11,8 @@ import pytest
 
 import fake_cuda
 from cli_invoke import invoke
-from perfprobe import load_schema, runner
+from perfprobe import load_schema
+from perfprobe.engine import runner
 
 DATA = Path(__file__).parent / "data"
 SCHEMA = load_schema()

@@ -8,9 +8,9 @@ import pytest
 
 import fake_cuda
 from fake_cuda import FakeRuntime, install
+from perfprobe.engine.model import Verdict
+from perfprobe.engine.probe import ProbeContext
 from perfprobe.errors import UsageError
-from perfprobe.model import Verdict
-from perfprobe.probe import ProbeContext
 from perfprobe.probes import pinned
 from perfprobe.probes.pinned import measure, plan
 

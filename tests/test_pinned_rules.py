@@ -10,10 +10,10 @@ from typing import Any
 
 import pytest
 
-from perfprobe.budget import MemoryBudget
-from perfprobe.model import Verdict
+from perfprobe.engine.model import Verdict
 from perfprobe.probes.pinned import figures, judge, rules
 from perfprobe.probes.pinned.plan import PRESETS, plan_top, repeats_for, sweep_sizes
+from perfprobe.system.budget import MemoryBudget
 
 DATA = Path(__file__).parent / "data"
 
@@ -158,7 +158,7 @@ def test_a_shared_gpu_is_named_and_a_bandwidth_warn_held_back() -> None:
     import json
     from pathlib import Path
 
-    from perfprobe.model import Verdict
+    from perfprobe.engine.model import Verdict
     from perfprobe.probes.pinned import judge as pinned_judge
 
     data = json.loads((Path(__file__).parent / "data" / "pinned_h200_quick_gpu_shared.json").read_text())

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from perfprobe import stability
+from perfprobe.engine import stability
 from perfprobe.probes.pinned import PROBE, judge
 from perfprobe.probes.pinned.plan import LARGE, MIN_SIZE, PRESETS, QUICK_MAX, repeats_for
 from probe_stability import recorded, recordings_with

@@ -13,9 +13,9 @@ from prometheus_client.parser import text_string_to_metric_families
 import fake_probes
 from cli_invoke import invoke
 from fleet_reports import DATA
-from perfprobe import runner
-from perfprobe.config import RunConfig
-from perfprobe.registry import all_probe_names
+from perfprobe.engine import runner
+from perfprobe.engine.config import RunConfig
+from perfprobe.engine.registry import all_probe_names
 from perfprobe.render import junit, outputs, prom
 
 
@@ -134,7 +134,7 @@ REASON = "breaks a relation: all threads below one thread: 2.14 against read_gbs
 
 
 def _unstable_report():
-    from perfprobe.model import Metric, ProbeResult, Report, Spread, Verdict
+    from perfprobe.engine.model import Metric, ProbeResult, Report, Spread, Verdict
 
     metrics = {"read_gbs.L2.1t": Metric(20.1, "GB/s", Spread(5, 20.1, 19.8, 20.4, mad=0.1)),
                "read_gbs.L2.all": Metric(2.14, "GB/s", Spread(5, 2.14, 1.9, 2.3, mad=0.1), unstable=REASON)}

@@ -3,7 +3,7 @@
 import re
 from pathlib import Path
 
-from perfprobe import completions
+from perfprobe.cli import completions
 
 README = (Path(__file__).resolve().parents[1] / "README.md").read_text()
 USAGE = README.split("<!-- usage:begin -->")[1].split("<!-- usage:end -->")[0]

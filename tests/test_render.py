@@ -9,9 +9,10 @@ import pytest
 from rich.console import Console
 
 import fake_probes
-from perfprobe import load_schema, runner
-from perfprobe.config import RunConfig
-from perfprobe.model import Curve
+from perfprobe import load_schema
+from perfprobe.engine import runner
+from perfprobe.engine.config import RunConfig
+from perfprobe.engine.model import Curve
 from perfprobe.render.json import report_to_dict, report_to_json
 from perfprobe.render.plot import plot_lines
 from perfprobe.render.table import render_report
@@ -70,7 +71,7 @@ REASON = "repeats disagree: MAD 30% of the median (bound 10%)"
 
 
 def _timed_report():
-    from perfprobe.model import Metric, ProbeResult, Report, Spread, Table, Verdict
+    from perfprobe.engine.model import Metric, ProbeResult, Report, Spread, Table, Verdict
 
     metrics = {"read_gbs.L1.1t": Metric(73.5, "GB/s", Spread(5, 73.5, 70.1, 78.0, mad=2.13, iqr=3.0)),
                "read_gbs.L1.all": Metric(1353.0, "GB/s", Spread(5, 1353.0, 19.6, 1400.0, mad=410.0), unstable=REASON),

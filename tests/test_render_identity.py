@@ -1,6 +1,6 @@
 """One host name in every output: the Slurm node name under Slurm, else the hostname."""
 
-from perfprobe.model import host_name
+from perfprobe.engine.model import host_name
 from perfprobe.render.html_page import host_items
 
 

@@ -7,10 +7,10 @@ import json
 import pytest
 
 import fake_probes
-from perfprobe import runner
-from perfprobe.config import RunConfig
+from perfprobe.engine import runner
+from perfprobe.engine.config import RunConfig
+from perfprobe.engine.model import Verdict
 from perfprobe.errors import UsageError
-from perfprobe.model import Verdict
 
 
 @pytest.fixture(autouse=True)

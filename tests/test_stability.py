@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from perfprobe import stability
+from perfprobe.engine import stability
+from perfprobe.engine.model import Assessment, Finding, Metric, Spread, Verdict
 from perfprobe.host.load import CpuTimes, cpu_times, others_fraction, steal_fraction
 from perfprobe.host.sysroot import SysRoot
-from perfprobe.model import Assessment, Finding, Metric, Spread, Verdict
 
 
 def timed(value: float, mad: float, n: int = 5) -> Metric:
@@ -112,7 +112,7 @@ def test_every_declared_rests_on_key_is_one_a_rule_uses():
     import re
     from pathlib import Path
 
-    from perfprobe.registry import all_probe_names, load_probe
+    from perfprobe.engine.registry import all_probe_names, load_probe
 
     root = Path(__file__).resolve().parents[1] / "perfprobe" / "probes"
     for name in all_probe_names():

@@ -2,7 +2,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from perfprobe.stats import summarize
+from perfprobe.pure.stats import summarize
 
 
 def test_summarize_reports_median_and_spread():

@@ -7,8 +7,8 @@ from __future__ import annotations
 
 import fake_cuda
 from fake_cuda import FakeRuntime, install, streams_kernels
-from perfprobe.model import Verdict
-from perfprobe.probe import ProbeContext
+from perfprobe.engine.model import Verdict
+from perfprobe.engine.probe import ProbeContext
 from perfprobe.probes import streams
 from perfprobe.probes.streams import measure, plan
 

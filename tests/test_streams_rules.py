@@ -12,11 +12,11 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from perfprobe.budget import MemoryBudget
+from perfprobe.engine.model import Verdict
 from perfprobe.kernels import streams_kernels as sk
-from perfprobe.model import Verdict
 from perfprobe.probes.streams import figures, judge, rules
 from perfprobe.probes.streams.plan import PRESETS, configurations, plan_size
+from perfprobe.system.budget import MemoryBudget
 
 DATA = Path(__file__).parent / "data"
 

@@ -9,7 +9,7 @@ import pytest
 
 import fake_cuda
 from fake_cuda import FakeRuntime, install, streams_kernels
-from perfprobe import stability
+from perfprobe.engine import stability
 from perfprobe.probes.streams import PROBE, figures, judge, measure
 from probe_stability import recorded, recordings_with
 

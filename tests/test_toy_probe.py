@@ -15,7 +15,8 @@ import pytest
 
 import fake_probes
 from cli_invoke import invoke
-from perfprobe import load_schema, registry, runner
+from perfprobe import load_schema
+from perfprobe.engine import registry, runner
 
 Run = Callable[..., tuple[int, str, str]]
 

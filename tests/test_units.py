@@ -5,7 +5,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from perfprobe.errors import UsageError
-from perfprobe.units import format_bytes, parse_device, parse_size
+from perfprobe.pure.units import format_bytes, parse_device, parse_size
 
 
 @pytest.mark.parametrize("text, expected", [("4096", 4096), ("64K", 64 << 10), ("256m", 256 << 20),

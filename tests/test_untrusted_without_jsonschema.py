@@ -11,7 +11,7 @@ import pytest
 
 from cli_invoke import invoke
 from fleet_reports import replayed
-from perfprobe import untrusted
+from perfprobe.system import untrusted
 
 
 @pytest.mark.parametrize("command", ["compare", "fleet"])

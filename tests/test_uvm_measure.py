@@ -16,14 +16,14 @@ import numpy as np
 import pytest
 
 from fake_cuda import FakeRuntime, fake_cupy
-from perfprobe.budget import MemoryBudget
-from perfprobe.config import Knobs, RunConfig
+from perfprobe.engine.config import Knobs, RunConfig
+from perfprobe.engine.probe import ProbeContext
+from perfprobe.engine.progress import null_progress
 from perfprobe.errors import GpuUnavailable, ProbeSkipped
 from perfprobe.kernels.uvm_kernels import pattern
-from perfprobe.probe import ProbeContext
 from perfprobe.probes import uvm
 from perfprobe.probes.uvm import figures, measure, plan
-from perfprobe.progress import null_progress
+from perfprobe.system.budget import MemoryBudget
 from typed_shape import undeclared
 
 MiB = 1 << 20

@@ -12,7 +12,7 @@ import jsonschema
 import pytest
 
 from perfprobe import cli, load_schema
-from perfprobe.model import Verdict
+from perfprobe.engine.model import Verdict
 from perfprobe.probes import uvm
 from perfprobe.probes.uvm import figures
 from typed_shape import undeclared

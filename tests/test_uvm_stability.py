@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from perfprobe import stability
+from perfprobe.engine import stability
 from perfprobe.probes.uvm import PROBE, SPREAD_BOUND, figures, judge
 from probe_stability import recorded, recordings_with
 

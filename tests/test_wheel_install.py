@@ -115,7 +115,7 @@ def installed(tmp_path_factory: pytest.TempPathFactory) -> Installed:
 def test_the_wheel_carries_the_schema_and_every_probe_package(installed: Installed) -> None:
     names = set(zipfile.ZipFile(installed.wheel).namelist())
     assert SCHEMA_IN_WHEEL in names
-    from perfprobe.registry import PROBE_MODULES
+    from perfprobe.engine.registry import PROBE_MODULES
 
     for module in PROBE_MODULES.values():
         path = module.replace(".", "/")

@@ -80,7 +80,7 @@ def child(profile_out: Path, argv: list[str]) -> int:
                 probes[current[0]]["compile_s"] += spent
 
     event.register("numba:compile", CompileTimer())
-    from perfprobe import runner
+    from perfprobe.engine import runner
 
     def timed(stage: str, function: Any) -> Any:
         def wrapper(probe: Any, *args: Any, **kwargs: Any) -> Any:

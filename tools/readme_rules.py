@@ -13,7 +13,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))  # run as a script from a checkout: perfprobe is the checkout's
 
-from perfprobe.registry import declarations  # noqa: E402
+from perfprobe.engine.registry import declarations  # noqa: E402
 
 BEGIN, END = "<!-- rules:begin -->", "<!-- rules:end -->"
 INTRO = """## Verdict rules

@@ -21,7 +21,7 @@ from perfprobe.fleet.reports import BASELINE_VERSION, numeric_metrics, verdicts
 from perfprobe.fleet.reports import is_baseline as is_baseline  # commands.py, health_command.py: bl.is_baseline
 from perfprobe.fleet.signature import differences, label, same_hardware, signature
 from perfprobe.host.identity import run_time_utc
-from perfprobe.stats import thinned
+from perfprobe.pure.stats import thinned
 
 POOLED = 256
 

@@ -1,4 +1,4 @@
-"""The typer commands `compare`, `fleet` (with `fleet run`) and `healthcheck`; cli.py adds them.
+"""The typer commands `compare`, `fleet` (with `fleet run`) and `healthcheck`; cli/commands.py adds them.
 
 Thin: parse, load, call the pure judgement (compare.py, peers.py, baseline.py, healthcheck.py),
 render (show.py), pick the exit code. 0: nothing found; 1: a regression, an outlier, an unhealthy
@@ -15,9 +15,9 @@ from typing import Annotated, Any, List, Optional
 
 import typer
 
-from perfprobe.cli_help import PlainArgsCommand
+from perfprobe.cli.help import PlainArgsCommand
 from perfprobe.errors import UsageError
-from perfprobe.units import parse_count, parse_ratio
+from perfprobe.pure.units import parse_count, parse_ratio
 
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print the result as JSON on stdout, nothing else.")]
 BaselineOutOpt = Annotated[Optional[Path], typer.Option(
@@ -117,7 +117,7 @@ def fleet_show(paths: Annotated[Optional[List[Path]], typer.Argument(
     if not paths or len(files) < len(paths):
         if sys.stdin is None or sys.stdin.isatty():
             raise UsageError("give report files or folders, or pipe JSON lines on stdin ('-')")
-        stdin_text = reports.read_stdin()  # bounded as a file is (perfprobe/untrusted.py)
+        stdin_text = reports.read_stdin()  # bounded as a file is (perfprobe/system/untrusted.py)
     inputs = reports.load_many(files, stdin_text)
     _judge_and_print(inputs, _hostlist(expect), baseline_out, json_out, metrics, min_change)
 
@@ -191,7 +191,7 @@ def _hostlist(text: str | None) -> list[str]:
 def _print(items: list[Any]) -> None:
     from rich.console import Console
 
-    # NO_COLOR: no escape at all, as cli.py's console (rich's no_color alone still draws bold)
+    # NO_COLOR: no escape at all, as cli/commands.py's console (rich's no_color alone still draws bold)
     console = Console(color_system=None if os.environ.get("NO_COLOR") else "auto", highlight=False,
                       width=None if sys.stdout.isatty() else 160)
     for item in items:

@@ -17,9 +17,9 @@ BACKGROUND_ARGS = ("all", "--quick")
 
 
 def last_result(state: Path) -> dict[str, Any] | None:
-    """The last finished report, read as any input is (perfprobe/untrusted.py: no FIFO, no device,
+    """The last finished report, read as any input is (perfprobe/system/untrusted.py: no FIFO, no device,
     bounded, the report schema); None when there is none or it is not a whole report."""
-    from perfprobe import untrusted
+    from perfprobe.system import untrusted
 
     try:
         data: dict[str, Any] = untrusted.load(state / "last.json", "report")

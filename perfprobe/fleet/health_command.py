@@ -19,11 +19,11 @@ from typing import Annotated, Any, Optional
 
 import typer
 
-from perfprobe.config import RunConfig
+from perfprobe.engine.config import RunConfig
 from perfprobe.errors import UsageError
 from perfprobe.fleet import health_run
 from perfprobe.fleet.health_run import DEFAULT_DEADLINE_S
-from perfprobe.units import parse_ratio
+from perfprobe.pure.units import parse_ratio
 
 DEFAULT_PROBES = "host,cache"
 DEFAULT_STATE = Path("/var/tmp/perfprobe-healthcheck")
@@ -123,7 +123,7 @@ def _outputs(config: RunConfig) -> dict[str, str | None]:
 
 
 def _probe_names(text: str) -> list[str]:
-    from perfprobe.registry import all_probe_names
+    from perfprobe.engine.registry import all_probe_names
 
     known = all_probe_names()
     names = [n.strip() for n in text.split(",") if n.strip()]

@@ -32,11 +32,12 @@ a second against a live slurmctld)."""
 def _process_start() -> float:
     """When this process started, on the monotonic clock: the deadline counts the interpreter's
     start-up too (seconds under a small CPU quota), since Slurm's 60 s do. Only when this process
-    is the perfprobe command itself: a check called inside a longer-lived program (a test run, a
-    script calling cli.main) counts from the call."""
-    program = Path(sys.argv[0])
-    if program.name != "perfprobe" and (program.name, program.parent.name) != ("__main__.py", "perfprobe"):
-        return time.monotonic()  # e.g. `python -m pytest` (argv[0] pytest/__main__.py), a script
+    is the perfprobe command itself (`perfprobe`, or perfprobe/__main__.py under `python -m`): a
+    check called inside a longer-lived program (a test run, `python -m pytest` included, whose
+    argv[0] is pytest/__main__.py; a script calling cli.main) counts from the call."""
+    argv0 = Path(sys.argv[0])
+    if argv0.name != "perfprobe" and (argv0.name, argv0.parent.name) != ("__main__.py", "perfprobe"):
+        return time.monotonic()
     try:
         import psutil
 
@@ -115,8 +116,8 @@ def _oom_hint(number: int) -> str:
 
 def _child(spec_text: str) -> int:
     """The child's side: run, write the asked outputs and the report (atomically); the runner's exit code."""
-    from perfprobe import runner
-    from perfprobe.config import RunConfig
+    from perfprobe.engine import runner
+    from perfprobe.engine.config import RunConfig
     from perfprobe.render import outputs
     from perfprobe.render.json import report_to_dict
 

@@ -58,7 +58,7 @@ def load_policy(path: Path | None) -> Policy:
     """The default policy with a site's JSON overrides; an unknown key or bad value is exit 2."""
     if path is None:
         return DEFAULT_POLICY
-    from perfprobe import untrusted
+    from perfprobe.system import untrusted
 
     try:
         data = untrusted.load(path, "policy")  # bounded, typed, schema/policy.schema.json

@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 from fnmatch import fnmatchcase
 
-from perfprobe.registry import declarations
+from perfprobe.engine.registry import declarations
 
 HIGHER_UNITS = {"GB/s", "GiB/s", "MB/s", "Gops/s", "ops/s", "msg/s"}
 LOWER_UNITS = {"ns", "us", "µs", "ms", "s", "ms/GiB", "ns/op"}

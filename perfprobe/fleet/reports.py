@@ -1,6 +1,6 @@
 """Reading reports for compare, fleet and the health check: files, folders, JSON lines on stdin.
 
-Every input is read as untrusted (perfprobe/untrusted.py: a regular file or stdin, bounded in size
+Every input is read as untrusted (perfprobe/system/untrusted.py: a regular file or stdin, bounded in size
 and depth, checked against the shipped schema, its figures finite and of their unit's sign) and
 accounted for: a file that cannot be used becomes a `Rejected` with its first problem (shown as a
 note; exit 2 for compare and healthcheck, and for a fleet with no usable report), never silently
@@ -15,9 +15,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable, Mapping
 
-from perfprobe import untrusted
+from perfprobe.engine.model import SCHEMA_VERSION, host_name
 from perfprobe.errors import UsageError
-from perfprobe.model import SCHEMA_VERSION, host_name
+from perfprobe.system import untrusted
 
 BASELINE_KEY = "perfprobe_baseline"
 """The key that marks a baseline file (fleet --baseline-out; its version is the value). Here, not in

@@ -9,7 +9,7 @@ from typing import Any
 
 from perfprobe.host.parse import parse_cpulist, parse_cpumask
 from perfprobe.host.sysroot import SysRoot
-from perfprobe.pcie import gen_from_speed, width_from_text
+from perfprobe.pure.pcie_rate import gen_from_speed, width_from_text
 
 PCI_DIR = "sys/bus/pci/devices"
 

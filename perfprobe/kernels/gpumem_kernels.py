@@ -18,7 +18,7 @@ from typing import Any, Callable
 import numpy as np
 
 from perfprobe.kernels import nvml
-from perfprobe.stats import summarize
+from perfprobe.pure.stats import summarize
 
 D2D = 3  # cudaMemcpyDeviceToDevice
 TILE, TILE_ROWS = 32, 8

@@ -16,7 +16,7 @@ from __future__ import annotations
 from types import ModuleType
 from typing import Any
 
-from perfprobe.stats import Stat, summarize
+from perfprobe.pure.stats import Stat, summarize
 
 ALREADY_ENABLED = 704  # cudaErrorPeerAccessAlreadyEnabled
 NOT_ENABLED = 705      # cudaErrorPeerAccessNotEnabled

@@ -33,7 +33,7 @@ from numba import njit, prange, types
 from numba.core import cgutils
 from numba.extending import intrinsic
 
-from perfprobe import placement
+from perfprobe.pure import cpu_order
 
 T = TypeVar("T")
 
@@ -158,9 +158,9 @@ def threading_layer() -> str | None:
 
 def order_of(host: Any, usable: Sequence[int]) -> tuple[list[int], int]:
     """(placement order of `usable` on this host, physical cores among them)."""
-    cores = placement.cpu_cores(host)
-    order = placement.placement_order(usable, cores)
-    return order, placement.physical_cores(order, cores)
+    cores = cpu_order.cpu_cores(host)
+    order = cpu_order.placement_order(usable, cores)
+    return order, cpu_order.physical_cores(order, cores)
 
 
 def on_pinned_threads(cpus: Sequence[int], work: Callable[[int], T],

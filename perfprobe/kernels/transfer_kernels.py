@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from perfprobe.stats import summarize
+from perfprobe.pure.stats import summarize
 
 H2D, D2H = 1, 2
 GIB = 1 << 30
@@ -169,9 +169,9 @@ def enqueue_load(cupy: ModuleType, dst: int, src: int, nbytes: int, seconds: flo
 def page_nodes(array: np.ndarray, samples: int = 64) -> dict[str, Any]:
     """Which NUMA nodes hold a sample of `array`'s pages (move_pages query), or why unknown."""
     try:
-        from perfprobe import numa_sys
+        from perfprobe.system import numa_sys
     except ImportError:
-        return {"nodes": {}, "source": "unknown", "note": "perfprobe.numa_sys is not available"}
+        return {"nodes": {}, "source": "unknown", "note": "perfprobe.system.numa_sys is not available"}
     page = 4096
     base = host_pointer(array) // page * page
     pages = max(1, array.nbytes // page)

@@ -1,10 +1,10 @@
-"""Renderers: they see only a Report (perfprobe.model) and know nothing of how it was measured."""
+"""Renderers: they see only a Report (perfprobe.engine.model) and know nothing of how it was measured."""
 
 from __future__ import annotations
 
 from typing import Iterable
 
-from perfprobe.model import Metric, ProbeResult
+from perfprobe.engine.model import Metric, ProbeResult
 
 
 def unstable_figures(results: Iterable[ProbeResult]) -> list[tuple[ProbeResult, str, Metric]]:

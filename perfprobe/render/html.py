@@ -13,8 +13,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Sequence
 
+from perfprobe.engine.model import Finding, Metric, ProbeResult, Report, Verdict
 from perfprobe.errors import UsageError
-from perfprobe.model import Finding, Metric, ProbeResult, Report, Verdict
 from perfprobe.render import figure_name, unstable_figures
 from perfprobe.render.html_page import badge, caption, esc, findings_list, host_items, host_line, page, table_html
 

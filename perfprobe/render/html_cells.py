@@ -7,7 +7,7 @@ import math
 import re
 from typing import Any, Sequence
 
-from perfprobe.model import Cell, Metric
+from perfprobe.engine.model import Cell, Metric
 
 UNSTABLE_LEGEND = "hollow: unstable, left out of judgement"
 

@@ -22,7 +22,8 @@ from typing import Any, Callable, Sequence
 
 import plotly.graph_objects as go
 
-from perfprobe.model import Curve, Metric, ProbeResult, Table
+from perfprobe.engine.model import Curve, Metric, ProbeResult, Table
+from perfprobe.pure.units import format_bytes
 from perfprobe.render.html_cells import (
     bar_marker,
     bytes_of,
@@ -35,7 +36,6 @@ from perfprobe.render.html_cells import (
     unstable_legend,
     value,
 )
-from perfprobe.units import format_bytes
 
 BEST_IS_HIGH = re.compile(r"GB/s|bandwidth|efficiency|speedup", re.I)
 SERIES = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728")

@@ -16,8 +16,8 @@ from typing import Any, Callable, Mapping, Sequence
 
 import plotly.graph_objects as go
 
-from perfprobe import registry
-from perfprobe.model import ProbeResult, Report, Verdict, host_name
+from perfprobe.engine import registry
+from perfprobe.engine.model import ProbeResult, Report, Verdict, host_name
 from perfprobe.render.html_page import badge, caption, esc, findings_list, part, table_html
 
 UNITS_NOTE = "each metric in its own unit (text); colour: distance from the group median in robust deviations"

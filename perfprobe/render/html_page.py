@@ -7,7 +7,7 @@ import html
 import re
 from typing import Any, Mapping
 
-from perfprobe.model import Finding, Verdict, host_name
+from perfprobe.engine.model import Finding, Verdict, host_name
 
 NUMBER = re.compile(r"^[-+]?[\d.,]+(e[-+]?\d+)?( ?[%×x])?( \[.*\])?$")
 

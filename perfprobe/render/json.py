@@ -7,7 +7,7 @@ import math
 from collections.abc import Mapping
 from typing import Any
 
-from perfprobe.model import Curve, Finding, Metric, ProbeResult, Report, Table
+from perfprobe.engine.model import Curve, Finding, Metric, ProbeResult, Report, Table
 from perfprobe.render import unstable_figures
 
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 from pathlib import Path
 from xml.etree import ElementTree as ET
 
-from perfprobe.model import ProbeResult, Report, Verdict, host_name
+from perfprobe.engine.model import ProbeResult, Report, Verdict, host_name
 from perfprobe.render import unstable_figures
 
 

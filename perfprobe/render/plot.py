@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 
-from perfprobe.model import Curve
+from perfprobe.engine.model import Curve
 
 WIDTH, HEIGHT = 64, 14
 

@@ -20,7 +20,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from perfprobe.model import Report, Verdict, host_name
+from perfprobe.engine.model import Report, Verdict, host_name
 
 VERDICTS = [v.value for v in Verdict]
 

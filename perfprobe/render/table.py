@@ -20,7 +20,7 @@ from rich.measure import Measurement
 from rich.table import Table as RichTable
 from rich.text import Text
 
-from perfprobe.model import Cell, Finding, Metric, ProbeResult, Report, Table, Verdict
+from perfprobe.engine.model import Cell, Finding, Metric, ProbeResult, Report, Table, Verdict
 from perfprobe.render import figure_name, unstable_figures
 from perfprobe.render.plot import WIDTH, plot_lines
 

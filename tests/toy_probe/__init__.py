@@ -9,9 +9,9 @@ from __future__ import annotations
 
 from typing import Any, Mapping
 
+from perfprobe.engine.model import Assessment
+from perfprobe.engine.probe import Probe
 from perfprobe.host.facts import Facts
-from perfprobe.model import Assessment
-from perfprobe.probe import Probe
 from toy_probe import rules, tables
 from toy_probe.declared import DECLARED
 

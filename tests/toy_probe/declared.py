@@ -1,6 +1,6 @@
 """What `perfprobe toy` declares: its options (with their ranges), headline and key figures, docs page."""
 
-from perfprobe.declaration import Declared, ProbeOption
+from perfprobe.engine.declaration import Declared, ProbeOption
 
 DECLARED = Declared(
     name="toy", help="Toy: a probe defined inside tests/, made to show what registering one gives.",

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from perfprobe.probe import ProbeContext
-from perfprobe.stats import summarize
+from perfprobe.engine.probe import ProbeContext
+from perfprobe.pure.stats import summarize
 from toy_probe import plan
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from perfprobe.config import Presets, RunConfig
+from perfprobe.engine.config import Presets, RunConfig
 
 
 @dataclass(frozen=True)

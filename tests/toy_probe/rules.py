@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any, Mapping
 
+from perfprobe.engine.model import Finding, Verdict
 from perfprobe.host.facts import Facts
-from perfprobe.model import Finding, Verdict
 from toy_probe import figures
 
 SLOW_NS = 100.0

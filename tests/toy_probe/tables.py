@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any, Mapping
 
-from perfprobe.model import Metric, Table
-from perfprobe.stats import metric
+from perfprobe.engine.model import Metric, Table
+from perfprobe.pure.stats import metric
 from toy_probe import figures
 
 

@@ -12,16 +12,16 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Mapping
 
-from perfprobe.config import RunConfig
+from perfprobe.engine.config import RunConfig
+from perfprobe.engine.model import Assessment
+from perfprobe.engine.probe import Probe, PythonModule
+from perfprobe.engine.stability import NotBelow
 from perfprobe.errors import UsageError
 from perfprobe.host.facts import Facts
-from perfprobe.model import Assessment
-from perfprobe.probe import Probe, PythonModule
 from perfprobe.probes.alloc import rules, tables
 from perfprobe.probes.alloc.declared import DECLARED
 from perfprobe.probes.alloc.figures import typed
 from perfprobe.probes.alloc.plan import SIZES
-from perfprobe.stability import NotBelow
 
 
 def judge(recorded: Mapping[str, Any], host: Facts) -> Assessment:

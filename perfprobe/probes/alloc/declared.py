@@ -1,7 +1,7 @@
 """What `perfprobe alloc` declares (read without importing the probe): options, headline figures, no
 key figures. Whether an --allocator file exists is checked by check_knobs (the probe's __init__)."""
 
-from perfprobe.declaration import Declared, ProbeOption
+from perfprobe.engine.declaration import Declared, ProbeOption
 
 DECLARED = Declared(
     name="alloc", help="Allocation: malloc/free per allocator and thread count, pools, first touch, copy against move.",

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any, Callable, Literal, Mapping, Optional, TypedDict, cast
 
-from perfprobe.stats import Stat
+from perfprobe.pure.stats import Stat
 
 Scope = Literal["1t", "all"]
 SCOPES: tuple[Scope, ...] = ("1t", "all")

@@ -15,9 +15,7 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
-from perfprobe.bind import usable_cpus
-from perfprobe.budget import host_memory_budget
-from perfprobe.probe import ProbeContext
+from perfprobe.engine.probe import ProbeContext
 from perfprobe.probes.alloc import pages
 from perfprobe.probes.alloc import system as osys
 from perfprobe.probes.alloc.plan import (
@@ -34,7 +32,9 @@ from perfprobe.probes.alloc.plan import (
     tensor_bytes,
     touch_bytes,
 )
-from perfprobe.stats import summarize
+from perfprobe.pure.stats import summarize
+from perfprobe.system.bind import usable_cpus
+from perfprobe.system.budget import host_memory_budget
 
 METHOD = ("numba nopython kernels call malloc/free through their C addresses (ctypes) and time "
           "themselves with clock_gettime(CLOCK_MONOTONIC); each block is touched once; mixed: the working "
@@ -90,7 +90,7 @@ def measure(ctx: ProbeContext) -> dict[str, Any]:
 
 
 def remeasure(ctx: ProbeContext, raw: dict[str, Any], keys: tuple[str, ...]) -> dict[str, Any]:
-    """Confirmation (perfprobe/confirm.py): the system allocator's one-thread and all-CPU figures
+    """Confirmation (perfprobe/engine/confirm.py): the system allocator's one-thread and all-CPU figures
     again, on the same CPUs, when the contention warn ("contention") is to be issued."""
     from perfprobe.kernels import alloc_kernels as kernels
 

@@ -10,7 +10,7 @@ from typing import Any, Callable, Sequence
 
 from perfprobe.probes.alloc import system as osys
 from perfprobe.probes.alloc.plan import HUGE_BYTES, PAGE_BYTES, Settings
-from perfprobe.stats import Stat, summarize
+from perfprobe.pure.stats import Stat, summarize
 
 MIN_LOCK_PAGES = 64
 
@@ -61,7 +61,7 @@ def _lazy(kernels: Any, lib: Any, nbytes: int, settings: Settings) -> tuple[Any,
 def _nodes(m: osys.Mapping) -> set[int]:
     """The NUMA nodes a sample of the mapping's pages landed on (move_pages query)."""
     try:
-        from perfprobe.numa_sys import page_nodes
+        from perfprobe.system.numa_sys import page_nodes
 
         return {n for n in page_nodes(list(osys.page_addresses(m, 16))) if n >= 0}
     except OSError:

@@ -10,9 +10,9 @@ from __future__ import annotations
 
 from typing import Callable, Optional
 
-from perfprobe.confirm import held_back
+from perfprobe.engine.confirm import held_back
+from perfprobe.engine.model import Finding, Verdict
 from perfprobe.host.facts import Facts, quota_bound_note
-from perfprobe.model import Finding, Verdict
 from perfprobe.probes.alloc import figures as f
 from perfprobe.probes.alloc.figures import Raw
 

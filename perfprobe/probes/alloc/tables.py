@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from typing import Any, Optional
 
-from perfprobe import stats
-from perfprobe.model import Cell, Metric, Table
+from perfprobe.engine.model import Cell, Metric, Table
 from perfprobe.probes.alloc import figures as f
 from perfprobe.probes.alloc.figures import Raw
+from perfprobe.pure import stats
 
 
 def _r(value: Optional[float], digits: int = 3) -> Optional[float]:

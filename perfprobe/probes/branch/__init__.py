@@ -9,13 +9,13 @@ from __future__ import annotations
 
 from typing import Any, Mapping
 
+from perfprobe.engine.model import Assessment
+from perfprobe.engine.probe import Probe, PythonModule
+from perfprobe.engine.stability import NotBelow, Ordered
 from perfprobe.host.facts import Facts
-from perfprobe.model import Assessment
-from perfprobe.probe import Probe, PythonModule
 from perfprobe.probes.branch import rules, tables
 from perfprobe.probes.branch.declared import DECLARED
 from perfprobe.probes.branch.figures import typed
-from perfprobe.stability import NotBelow, Ordered
 
 
 def judge(recorded: Mapping[str, Any], host: Facts) -> Assessment:

@@ -1,6 +1,6 @@
 """What `perfprobe branch` declares (read without importing the probe): headline figures, no key figures."""
 
-from perfprobe.declaration import Declared
+from perfprobe.engine.declaration import Declared
 
 DECLARED = Declared(
     name="branch", help="Branches: mispredict cost in cycles, predictor reach, what branch-free code saves.",

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any, Mapping, Optional, TypedDict, cast
 
-from perfprobe.stats import Stat, relative_spread
+from perfprobe.pure.stats import Stat, relative_spread
 
 MISS_RATE = 0.5          # the miss rate of a branch taken at random half the time
 PREDICTED_WITHIN = 0.25  # a period is "predicted" below sorted + 25% of (shuffled - sorted)

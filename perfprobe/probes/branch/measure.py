@@ -11,7 +11,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from perfprobe.probe import ProbeContext
+from perfprobe.engine.probe import ProbeContext
 from perfprobe.probes.branch import figures
 from perfprobe.probes.branch.plan import (
     PRESETS,
@@ -23,7 +23,7 @@ from perfprobe.probes.branch.plan import (
     passes,
     periods,
 )
-from perfprobe.stats import summarize
+from perfprobe.pure.stats import summarize
 
 METHOD = ("numba nopython kernels timed inside compiled code (clock_gettime CLOCK_MONOTONIC) after "
           "one untimed pass; medians of interleaved repeats; cycles = ns x the measured core clock")

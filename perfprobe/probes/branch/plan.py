@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from perfprobe.config import Presets
+from perfprobe.engine.config import Presets
 
 THRESHOLD = 128
 VALUE_RANGE = 256

@@ -9,9 +9,9 @@ from __future__ import annotations
 
 from typing import Callable
 
-from perfprobe.confirm import held_back
+from perfprobe.engine.confirm import held_back
+from perfprobe.engine.model import Finding, Verdict
 from perfprobe.host.facts import Facts
-from perfprobe.model import Finding, Verdict
 from perfprobe.probes.branch import figures as f
 from perfprobe.probes.branch.figures import Raw
 

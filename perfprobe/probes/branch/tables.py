@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from perfprobe import stats
+from perfprobe.engine.model import Curve, Metric, Table
 from perfprobe.host.facts import Facts
-from perfprobe.model import Curve, Metric, Table
 from perfprobe.probes.branch import figures as f
 from perfprobe.probes.branch.figures import Raw
+from perfprobe.pure import stats
 
 LABELS = {"sorted": "branchy, sorted", "shuffled": "branchy, shuffled",
           "branch_free_sorted": "branch-free, sorted", "branch_free_shuffled": "branch-free, shuffled"}

@@ -11,14 +11,14 @@ from __future__ import annotations
 
 from typing import Any, Mapping
 
+from perfprobe.engine.model import Assessment
+from perfprobe.engine.probe import Probe, PythonModule
+from perfprobe.engine.stability import SPREAD_BOUND, NotBelow, Ordered, Relation
 from perfprobe.host.facts import Facts
-from perfprobe.model import Assessment
-from perfprobe.probe import Probe, PythonModule
 from perfprobe.probes.cache import tables
 from perfprobe.probes.cache.declared import DECLARED
 from perfprobe.probes.cache.figures import read_figures
 from perfprobe.probes.cache.rules import findings
-from perfprobe.stability import SPREAD_BOUND, NotBelow, Ordered, Relation
 
 LEVELS = ("L1", "L2", "L3", "DRAM")
 
@@ -48,7 +48,7 @@ RELATIONS: tuple[Relation, ...] = (
     *_not_slower_than_below(),
 )
 """The physical relations of the cache figures (docs/probes/cache.md, "Relations"): a figure that
-breaks one is re-measured, then marked unstable and judged by nobody (perfprobe/stability.py)."""
+breaks one is re-measured, then marked unstable and judged by nobody (perfprobe/engine/stability.py)."""
 
 
 RESTS_ON = {

@@ -13,7 +13,7 @@ import math
 from dataclasses import dataclass
 from typing import Optional, Sequence
 
-from perfprobe.stats import Stat
+from perfprobe.pure.stats import Stat
 
 MIN_SIZE = 4096
 STEP_TOLERANCE = 1.25   # a point joins the running plateau while within 25% of its first point

@@ -1,6 +1,6 @@
 """What `perfprobe cache` declares (read without importing the probe): options, headline and key figures."""
 
-from perfprobe.declaration import Declared, ProbeOption
+from perfprobe.engine.declaration import Declared, ProbeOption
 
 DECLARED = Declared(
     name="cache", help="Cache hierarchy: latency curve, level sizes, bandwidth, line size, prefetch, huge pages.",

@@ -14,10 +14,10 @@ import statistics
 from dataclasses import dataclass
 from typing import Any, Literal, Mapping, Optional, Sequence, TypedDict, cast
 
-from perfprobe import stats
 from perfprobe.host.facts import CacheFacts, Facts
 from perfprobe.probes.cache.curve import Level, read_fetch_unit, read_levels, read_line
 from perfprobe.probes.cache.plan import DRAM_LLC_MULTIPLE, cache_size, data_caches, reaches_dram
+from perfprobe.pure import stats
 
 ALL_OVER_ONE_FLOOR = 0.1   # all threads below a tenth of one thread at the same level: not a figure
 SATURATED = 0.90   # a thread count reaching 90% of the sweep's best bandwidth has saturated DRAM
@@ -28,7 +28,7 @@ STAT_KEYS = tuple(stats.Stat.__annotations__)  # what summarize() returns (not t
 
 
 class Stat(stats.Stat, total=False):
-    """perfprobe.stats.summarize's median of the timed repeats with spread, and the timing's steps."""
+    """perfprobe.pure.stats.summarize's median of the timed repeats with spread, and the timing's steps."""
 
     steps: int
     reps: int
@@ -128,11 +128,11 @@ class CacheRaw(TypedDict, total=False):
     phase_seconds: dict[str, float]
     background_cpus: Optional[float]
     hypervisor: Optional[bool]
-    """The CPU's hypervisor flag as measure read it (perfprobe/vm.py; absent in older recordings)."""
+    """The CPU's hypervisor flag as measure read it (perfprobe/pure/vm.py; absent in older recordings)."""
     coherency: dict[str, Any]
     """Only in a re-measurement: the false-sharing edge (edge_bytes) and its sweep."""
     placement: dict[str, Any]
-    """Which CPUs the multi-threaded runs used and how they were pinned (perfprobe/placement.py)."""
+    """Which CPUs the multi-threaded runs used and how they were pinned (perfprobe/pure/cpu_order.py)."""
 
 
 class LineFigures(TypedDict):

@@ -13,10 +13,8 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
-from perfprobe.bind import usable_cpus
-from perfprobe.budget import host_memory_budget
+from perfprobe.engine.probe import ProbeContext
 from perfprobe.errors import ProbeSkipped
-from perfprobe.probe import ProbeContext
 from perfprobe.probes.cache import timing as m
 from perfprobe.probes.cache.background import BackgroundMeter
 from perfprobe.probes.cache.buffers import huge_fraction, page_buffer
@@ -35,7 +33,9 @@ from perfprobe.probes.cache.plan import (
     reaches_dram,
     too_little_memory,
 )
-from perfprobe.units import format_bytes
+from perfprobe.pure.units import format_bytes
+from perfprobe.system.bind import usable_cpus
+from perfprobe.system.budget import host_memory_budget
 
 
 def measure(ctx: ProbeContext) -> dict[str, Any]:
@@ -166,7 +166,7 @@ def _placement(ctx: ProbeContext) -> Placement:
 
 def placement_raw(ctx: ProbeContext, place: Placement) -> dict[str, Any]:
     """The placement record of the raw numbers: the order, the all-thread CPUs, the sweep's."""
-    from perfprobe.placement import cpu_cores, describe
+    from perfprobe.pure.cpu_order import cpu_cores, describe
 
     cores = cpu_cores(ctx.host)
     return {"order": list(place.order), "all": describe(place.cpus, cores),
@@ -222,7 +222,7 @@ def once_more_if_implausible(run: Callable[[], dict[str, Any]]) -> dict[str, Any
 
 
 def remeasure(ctx: ProbeContext, raw: dict[str, Any], keys: tuple[str, ...]) -> dict[str, Any]:
-    """Confirmation (perfprobe/confirm.py): measure again only what a pending warn rests on —
+    """Confirmation (perfprobe/engine/confirm.py): measure again only what a pending warn rests on —
     "line": the offset sweeps and the false-sharing edge (the coherency granule, independent of
     the prefetchers that blur the sweep); "pattern": random against sequential over the largest
     set; "bandwidth": DRAM read and triad; "dram_latency": the curve's point at the set DRAM

@@ -1,7 +1,7 @@
 """What the cache probe will measure on this host: sizes, caps, repeats. Pure, from host facts.
 
 Kept apart from the timing code so the size and memory decisions are tested without a kernel. The
-memory budget comes in from outside (perfprobe.budget reads free memory now): the plan only caps.
+memory budget comes in from outside (perfprobe.system.budget reads free memory now): the plan only caps.
 """
 
 from __future__ import annotations
@@ -10,11 +10,11 @@ import math
 from dataclasses import dataclass, fields
 from typing import Any, Sequence
 
-from perfprobe.budget import MemoryBudget
-from perfprobe.config import Knobs, Presets
+from perfprobe.engine.config import Knobs, Presets
 from perfprobe.host.facts import CacheFacts, Facts, caches_of
-from perfprobe.placement import cpu_cores, cpus_for, physical_cores, placement_order, sweep_counts
 from perfprobe.probes.cache.curve import Level
+from perfprobe.pure.cpu_order import cpu_cores, cpus_for, physical_cores, placement_order, sweep_counts
+from perfprobe.system.budget import MemoryBudget
 
 DEFAULT_LINE = 64
 DEFAULT_LLC = 32 << 20         # assumed when the host reports no cache at all (said in a note)

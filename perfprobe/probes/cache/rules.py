@@ -9,10 +9,9 @@ from __future__ import annotations
 
 from typing import Callable
 
-from perfprobe import vm
-from perfprobe.confirm import held_back
+from perfprobe.engine.confirm import held_back
+from perfprobe.engine.model import Finding, Verdict
 from perfprobe.host.facts import Facts, quota_bound_note
-from perfprobe.model import Finding, Verdict
 from perfprobe.probes.cache.figures import (
     SATURATED,
     CacheFigures,
@@ -23,7 +22,8 @@ from perfprobe.probes.cache.figures import (
     sweep_points,
 )
 from perfprobe.probes.cache.plan import cache_size
-from perfprobe.units import format_bytes
+from perfprobe.pure import vm
+from perfprobe.pure.units import format_bytes
 
 SIZE_FACTOR = 2.0          # a level measured within 2x of its reported size agrees with it
 DRAM_LATENCY_NS = {"2M": 200.0, "4K": 300.0}  # random DRAM latency far above a local node's

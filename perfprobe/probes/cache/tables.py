@@ -8,8 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from perfprobe import stats
-from perfprobe.model import Cell, Curve, Metric, Table
+from perfprobe.engine.model import Cell, Curve, Metric, Table
 from perfprobe.probes.cache.figures import (
     KINDS,
     THREADS,
@@ -23,7 +22,8 @@ from perfprobe.probes.cache.figures import (
     sweep_timed,
 )
 from perfprobe.probes.cache.plan import cache_size
-from perfprobe.units import format_bytes
+from perfprobe.pure import stats
+from perfprobe.pure.units import format_bytes
 
 METHOD = ("latency: dependent loads over a random cyclic permutation of lines (one pointer "
           "a line), median of repeats; level end: where latency has risen a fifth of the "

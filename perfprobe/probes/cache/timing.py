@@ -2,7 +2,7 @@
 
 `kernels` is the perfprobe.kernels.cache_kernels module, passed in by `measure` (which imports it
 lazily) so nothing here imports numba. Every figure is the median of `repeats` timed runs after a
-discarded warm-up, with its spread and the repeats themselves (perfprobe.stats.summarize); each
+discarded warm-up, with its spread and the repeats themselves (perfprobe.pure.stats.summarize); each
 timed run lasts about `run_s` (`all_threads_s` for a parallel region).
 """
 
@@ -15,7 +15,7 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
-from perfprobe.stats import summarize
+from perfprobe.pure.stats import summarize
 
 WORD = 8  # bytes per int64 / float64 element
 CALIBRATION_STEPS = 4096

@@ -11,17 +11,17 @@ from __future__ import annotations
 
 from typing import Any, Mapping
 
-from perfprobe.bind import node_cpus, usable_cpus
-from perfprobe.budget import host_memory_budget
-from perfprobe.config import RunConfig
+from perfprobe.engine.config import RunConfig
+from perfprobe.engine.model import Assessment
+from perfprobe.engine.probe import Probe, UsableCpus
+from perfprobe.engine.stability import Ordered
 from perfprobe.host.facts import Facts
-from perfprobe.model import Assessment
-from perfprobe.probe import Probe, UsableCpus
 from perfprobe.probes.falseshare import rules, tables
 from perfprobe.probes.falseshare.declared import DECLARED
 from perfprobe.probes.falseshare.figures import typed
 from perfprobe.probes.falseshare.plan import check_plan
-from perfprobe.stability import Ordered
+from perfprobe.system.bind import node_cpus, usable_cpus
+from perfprobe.system.budget import host_memory_budget
 
 
 def judge(raw: Mapping[str, Any], host: Facts) -> Assessment:

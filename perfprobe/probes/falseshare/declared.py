@@ -1,7 +1,7 @@
 """What `perfprobe falseshare` declares (read without importing the probe): options, headline and key
 figures. --threads' upper bound here is a sanity cap; plan.check_plan holds it to the usable CPUs."""
 
-from perfprobe.declaration import Declared, ProbeOption
+from perfprobe.engine.declaration import Declared, ProbeOption
 
 DECLARED = Declared(
     name="falseshare", help="False sharing: cost per counter spacing, padding to use, core-to-core latency.",

@@ -8,7 +8,7 @@ from __future__ import annotations
 from typing import Any, Mapping, TypedDict, cast
 
 from perfprobe.host.facts import Facts, caches_of
-from perfprobe.stats import Stat
+from perfprobe.pure.stats import Stat
 
 WITHIN = 0.15            # a spacing "does not interfere" when within 15% of the widest
 KINDS = ("atomic", "plain")

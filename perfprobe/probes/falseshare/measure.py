@@ -10,8 +10,7 @@ from __future__ import annotations
 from functools import partial
 from typing import Any, Callable, Sequence
 
-from perfprobe.bind import usable_cpus
-from perfprobe.probe import ProbeContext
+from perfprobe.engine.probe import ProbeContext
 from perfprobe.probes.falseshare.plan import (
     DEFAULT_MAX_SPACING,
     PRESETS,
@@ -27,7 +26,8 @@ from perfprobe.probes.falseshare.plan import (
     spacings,
     thread_counts,
 )
-from perfprobe.stats import summarize
+from perfprobe.pure.stats import summarize
+from perfprobe.system.bind import usable_cpus
 
 
 def measure(ctx: ProbeContext) -> dict[str, Any]:
@@ -122,7 +122,7 @@ def _pingpong(ctx: ProbeContext, kernels: Any, order: Sequence[int], settings: S
 
 
 def remeasure(ctx: ProbeContext, raw: dict[str, Any], keys: tuple[str, ...]) -> dict[str, Any]:
-    """Confirmation (perfprobe/confirm.py): re-time only what the timing warns rest on — the atomic
+    """Confirmation (perfprobe/engine/confirm.py): re-time only what the timing warns rest on — the atomic
     cases at the most threads (every spacing and true sharing) and the one-thread padded case — and
     return `raw` with those cases replaced (same CPUs and iteration counts as the first run)."""
     from perfprobe.kernels import falseshare_kernels as kernels

@@ -9,12 +9,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Sequence
 
-from perfprobe.budget import MemoryBudget
-from perfprobe.config import Knobs, Presets
+from perfprobe.engine.config import Knobs, Presets
 from perfprobe.errors import UsageError
-from perfprobe.placement import cpu_cores as cpu_cores  # the one placement (perfprobe/placement.py)
-from perfprobe.placement import placement_order as placement_order
-from perfprobe.placement import shared_cores as shared_cores
+from perfprobe.pure.cpu_order import cpu_cores as cpu_cores  # the one placement (perfprobe/pure/cpu_order.py)
+from perfprobe.pure.cpu_order import placement_order as placement_order
+from perfprobe.pure.cpu_order import shared_cores as shared_cores
+from perfprobe.system.budget import MemoryBudget
 
 KINDS = ("atomic", "plain")
 MIN_SPACING, DEFAULT_MAX_SPACING = 8, 256

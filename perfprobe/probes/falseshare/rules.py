@@ -20,10 +20,9 @@ from __future__ import annotations
 
 from typing import Any, Callable, Mapping, Sequence
 
-from perfprobe import vm
-from perfprobe.confirm import held_back
+from perfprobe.engine.confirm import held_back
+from perfprobe.engine.model import Finding, Verdict
 from perfprobe.host.facts import Facts, quota_bound_note
-from perfprobe.model import Finding, Verdict
 from perfprobe.probes.falseshare.figures import (
     FalseshareRaw,
     atomic_costs,
@@ -35,6 +34,7 @@ from perfprobe.probes.falseshare.figures import (
     slowdowns,
     typed,
 )
+from perfprobe.pure import vm
 
 NO_CONTENTION = 1.5      # slowdown below this at 8 B and for true sharing: no interference seen
 MIN_EFFICIENCY = 0.80    # padded counters: per-thread speed with T threads vs one thread alone
@@ -96,7 +96,7 @@ def rule_contention(raw: FalseshareRaw, host: Facts) -> list[Finding]:
 
 
 def virtual_machine(raw: FalseshareRaw, host: Facts) -> str:
-    """How this host shows it is a VM (perfprobe/vm.py), "" on bare metal or when nothing says so."""
+    """How this host shows it is a VM (perfprobe/pure/vm.py), "" on bare metal or when nothing says so."""
     return vm.virtual_machine(raw.get("hypervisor"), host)
 
 

@@ -4,9 +4,8 @@ from __future__ import annotations
 
 from typing import Any, Sequence
 
-from perfprobe import stats
+from perfprobe.engine.model import Cell, Metric, Table
 from perfprobe.host.facts import Facts
-from perfprobe.model import Cell, Metric, Table
 from perfprobe.probes.falseshare.figures import (
     KINDS,
     CaseRecord,
@@ -22,6 +21,7 @@ from perfprobe.probes.falseshare.figures import (
     median,
     slowdowns,
 )
+from perfprobe.pure import stats
 
 
 def summary(raw: FalseshareRaw, host: Facts) -> str:

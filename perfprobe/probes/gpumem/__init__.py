@@ -10,14 +10,14 @@ from __future__ import annotations
 
 from typing import Any, Mapping
 
+from perfprobe.engine.model import Assessment
+from perfprobe.engine.probe import Gpu, Probe
+from perfprobe.engine.stability import AtMost, Ordered, Relation
 from perfprobe.host.facts import Facts
-from perfprobe.model import Assessment
-from perfprobe.probe import Gpu, Probe
 from perfprobe.probes.gpumem import rules, tables
 from perfprobe.probes.gpumem.declared import DECLARED
 from perfprobe.probes.gpumem.figures import typed
 from perfprobe.probes.gpumem.plan import check_knobs
-from perfprobe.stability import AtMost, Ordered, Relation
 
 ORDER_NOISE = 1.1
 """Each slowdown in a sequence at most this times the next: 10% for the noise of two ratios."""

@@ -1,7 +1,7 @@
 """What `perfprobe gpumem` declares (read without importing the probe): --size (at least 16 MiB, more
 than any GPU's L2), headline and key figures."""
 
-from perfprobe.declaration import Declared, ProbeOption
+from perfprobe.engine.declaration import Declared, ProbeOption
 
 SIZE = ProbeOption("--size", "bytes", "Buffer size, at least {minimum}, e.g. 256M or 1G.", minimum=16 << 20)
 """16 MiB: a smaller buffer is smaller than any GPU's L2 (plan.check_knobs)."""

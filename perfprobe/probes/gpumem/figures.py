@@ -11,10 +11,10 @@ from __future__ import annotations
 
 from typing import Any, Literal, Mapping, Optional, TypedDict, cast
 
-from perfprobe.gpu_activity import FAULT_CLOCK_REASONS
 from perfprobe.probes.gpu_raw import ActivityReading, Budget, Device, GpuActivity, GpuState, StateKey
 from perfprobe.probes.gpumem.plan import SATURATED
-from perfprobe.stats import Stat
+from perfprobe.pure.gpu_activity import FAULT_CLOCK_REASONS
+from perfprobe.pure.stats import Stat
 
 DramKind = Literal["read", "write", "copy", "d2d_memcpy"]
 TransposeKind = Literal["naive", "tiled", "padded"]

@@ -9,14 +9,14 @@ from typing import Any
 
 import numpy as np
 
-from perfprobe.budget import gpu_memory_budget
+from perfprobe.engine.probe import ProbeContext
 from perfprobe.errors import ProbeSkipped
 from perfprobe.kernels import cuda_runtime
 from perfprobe.kernels import gpumem_kernels as gk
 from perfprobe.kernels import transfer_kernels as tk
-from perfprobe.probe import ProbeContext
 from perfprobe.probes.gpumem import plan
 from perfprobe.probes.gpumem.plan import PRESETS, Preset
+from perfprobe.system.budget import gpu_memory_budget
 
 
 def measure(ctx: ProbeContext) -> dict[str, Any]:

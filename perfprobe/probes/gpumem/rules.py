@@ -10,14 +10,14 @@ from __future__ import annotations
 
 from typing import Callable
 
-from perfprobe.budget import capped_note
-from perfprobe.gpu_activity import held_back, shared_gpu
+from perfprobe.engine.model import Finding, Verdict
 from perfprobe.host.facts import Facts
-from perfprobe.model import Finding, Verdict
 from perfprobe.probes.gpumem import figures as fig
 from perfprobe.probes.gpumem.figures import Raw
 from perfprobe.probes.gpumem.plan import SATURATED
-from perfprobe.units import format_bytes
+from perfprobe.pure.gpu_activity import held_back, shared_gpu
+from perfprobe.pure.units import format_bytes
+from perfprobe.system.budget import capped_note
 
 DRAM_FRACTION_MIN = 0.70   # best DRAM figure under this share of the NVML peak: a slow GPU
 MEM_CLOCK_LOW = 0.95       # memory clock under load below this share of its maximum: held down

@@ -4,13 +4,13 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
+from perfprobe.engine.model import Cell, Curve, Metric, Table
 from perfprobe.host.facts import Facts
-from perfprobe.model import Cell, Curve, Metric, Table
 from perfprobe.probes.gpu_raw import STATES
 from perfprobe.probes.gpumem import figures as fig
 from perfprobe.probes.gpumem.figures import Raw
-from perfprobe.stats import metric
-from perfprobe.units import format_bytes
+from perfprobe.pure.stats import metric
+from perfprobe.pure.units import format_bytes
 
 LABELS = {"read": "read kernel", "write": "write kernel", "copy": "copy kernel (read + write)",
           "d2d_memcpy": "cudaMemcpy D2D (read + write)"}

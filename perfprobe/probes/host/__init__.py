@@ -8,9 +8,9 @@ from __future__ import annotations
 
 from typing import Any, Mapping
 
+from perfprobe.engine.model import Assessment
+from perfprobe.engine.probe import Probe
 from perfprobe.host.facts import Facts
-from perfprobe.model import Assessment
-from perfprobe.probe import Probe
 from perfprobe.probes.host import figures, rules, tables
 from perfprobe.probes.host.declared import DECLARED
 

@@ -1,7 +1,7 @@
 """What `perfprobe host` declares (read without importing the probe): no --quick or --bind, since it
 times nothing; --fsroot reads a captured tree instead of this host."""
 
-from perfprobe.declaration import Declared, ProbeOption
+from perfprobe.engine.declaration import Declared, ProbeOption
 
 DECLARED = Declared(
     name="host", help="What this host is and how it is set up: CPUs, caches, NUMA, THP, governor, GPUs.",

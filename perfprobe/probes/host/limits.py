@@ -8,10 +8,10 @@ below the memory the host has available, are what every figure of the run is bou
 
 from __future__ import annotations
 
+from perfprobe.engine.model import Cell, Finding, Metric, Table, Verdict
 from perfprobe.host.facts import Facts, cgroup_facts, cpu_quota, memory_limit
-from perfprobe.model import Cell, Finding, Metric, Table, Verdict
 from perfprobe.probes.host.figures import HostRaw, cpu_list, section
-from perfprobe.units import format_bytes
+from perfprobe.pure.units import format_bytes
 
 Raw = HostRaw
 QUOTA_ADVICE = ("Raise or remove the quota where it is set (docker --cpus, Kubernetes resources.limits.cpu, "
@@ -72,7 +72,7 @@ def rule_throttling(raw: Raw, host: Facts) -> list[Finding]:
 
 def rule_memory_limit(raw: Raw, host: Facts) -> list[Finding]:
     """A memory limit below the host's available memory binds before the host does: the budgets
-    (perfprobe.budget) stay under it, and programs that outgrow it are OOM-killed."""
+    (perfprobe.system.budget) stay under it, and programs that outgrow it are OOM-killed."""
     limit, facts = memory_limit(host), cgroup_facts(host)
     if limit is None:
         return []

@@ -9,8 +9,8 @@ from __future__ import annotations
 import time
 from typing import Any
 
+from perfprobe.engine.probe import ProbeContext
 from perfprobe.host.facts import cpu_quota
-from perfprobe.probe import ProbeContext
 
 WINDOW_S = 0.3
 """Three periods of the default 100 ms: long enough for a quota to throttle, short in a health check."""

@@ -10,10 +10,10 @@ from __future__ import annotations
 
 from typing import Any, Callable, cast
 
+from perfprobe.engine.model import Finding, Verdict
 from perfprobe.host.facts import Facts
 from perfprobe.host.numa import contradictions
 from perfprobe.host.parse import format_cpulist
-from perfprobe.model import Finding, Verdict
 from perfprobe.probes.host import limits
 from perfprobe.probes.host.figures import (
     HostRaw,
@@ -28,7 +28,7 @@ from perfprobe.probes.host.figures import (
     pcie,
     section,
 )
-from perfprobe.units import format_bytes
+from perfprobe.pure.units import format_bytes
 
 Raw = HostRaw
 Rule = Callable[[Raw, Facts], list[Finding]]

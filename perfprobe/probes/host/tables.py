@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
+from perfprobe.engine.model import Cell, Metric, Table
 from perfprobe.host.facts import Facts, PcieFacts, caches_of, memory_value
 from perfprobe.host.parse import format_cpulist
-from perfprobe.model import Cell, Metric, Table
 from perfprobe.probes.host import limits
 from perfprobe.probes.host.figures import cpu, cpu_list, cpus, distances, gpus, nodes, pcie, section
-from perfprobe.units import format_bytes
+from perfprobe.pure.units import format_bytes
 
 _CACHE_SUFFIX = {"Data": "d", "Instruction": "i", "Unified": ""}
 

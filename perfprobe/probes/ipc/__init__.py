@@ -10,13 +10,13 @@ from __future__ import annotations
 
 from typing import Any, Mapping
 
+from perfprobe.engine.model import Assessment
+from perfprobe.engine.probe import Probe, PythonModule
+from perfprobe.engine.stability import AtMost, NotBelow, Ordered, Relation
 from perfprobe.host.facts import Facts
-from perfprobe.model import Assessment
-from perfprobe.probe import Probe, PythonModule
 from perfprobe.probes.ipc import rules, tables
 from perfprobe.probes.ipc.declared import DECLARED
 from perfprobe.probes.ipc.plan import TRANSPORTS
-from perfprobe.stability import AtMost, NotBelow, Ordered, Relation
 
 
 def judge(raw: Mapping[str, Any], host: Facts) -> Assessment:

@@ -1,6 +1,6 @@
 """What `perfprobe ipc` declares (read without importing the probe): headline figures, no key figures."""
 
-from perfprobe.declaration import Declared
+from perfprobe.engine.declaration import Declared
 
 DECLARED = Declared(
     name="ipc", help="IPC: round trips and streams over sockets, pipes, TCP and a shared-memory ring; event-loop cost.",

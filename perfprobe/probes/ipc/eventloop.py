@@ -13,7 +13,7 @@ import socket
 import time
 from typing import Any, Callable
 
-from perfprobe.stats import summarize
+from perfprobe.pure.stats import summarize
 
 
 async def _pingpong(sock: socket.socket, size: int, count: int) -> list[float]:

@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any, Mapping, Optional, TypedDict, cast
 
 from perfprobe.probes.ipc.plan import RING_MODES, SMALL, TRANSPORTS, PlacementRecord, size_label
-from perfprobe.stats import Stat, rate_stat
+from perfprobe.pure.stats import Stat, rate_stat
 
 MEET_RATIO = 1.1   # the ring and the socket "meet" where the ring is no longer 10% faster
 

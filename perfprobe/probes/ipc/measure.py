@@ -15,13 +15,13 @@ from typing import Any, Callable, Iterable
 
 import numpy as np
 
-from perfprobe.bind import usable_cpus
-from perfprobe.probe import ProbeContext
+from perfprobe.engine.probe import ProbeContext
 from perfprobe.probes.ipc import eventloop, plan
 from perfprobe.probes.ipc.figures import HandoffRecord, IpcRaw, RingRecord
 from perfprobe.probes.ipc.plan import RING_BYTES, RING_MODES, SMALL, Placement, Settings
 from perfprobe.probes.ipc.session import Session, WorkerFailed
-from perfprobe.stats import summarize
+from perfprobe.pure.stats import summarize
+from perfprobe.system.bind import usable_cpus
 
 METHOD = ("two processes (this one and a worker started with subprocess), each pinned to its CPU; the "
           "hot loops are numba nopython kernels calling libc (read/write/send/recv, futex through "

@@ -17,7 +17,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Mapping, Sequence, TypedDict
 
-from perfprobe.config import Presets
+from perfprobe.engine.config import Presets
 from perfprobe.host.facts import Facts, numa_nodes
 
 FD_TRANSPORTS = ("uds", "uds_seqpacket", "pipe", "tcp")

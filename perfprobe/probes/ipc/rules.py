@@ -11,8 +11,8 @@ from __future__ import annotations
 
 from typing import Callable
 
+from perfprobe.engine.model import Finding, Verdict
 from perfprobe.host.facts import Facts, quota_bound_note, usable_cpu_list
-from perfprobe.model import Finding, Verdict
 from perfprobe.probes.ipc import figures as f
 from perfprobe.probes.ipc.figures import Raw
 

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from perfprobe import stats
+from perfprobe.engine.model import Curve, Metric, Table
 from perfprobe.host.facts import Facts
-from perfprobe.model import Curve, Metric, Table
 from perfprobe.probes.ipc import figures as f
 from perfprobe.probes.ipc.figures import Raw
 from perfprobe.probes.ipc.plan import SMALL, size_label
+from perfprobe.pure import stats
 
 
 def _r(value: float | None, digits: int = 3) -> float | None:

@@ -9,14 +9,14 @@ from __future__ import annotations
 
 from typing import Any, Mapping
 
+from perfprobe.engine.model import Assessment
+from perfprobe.engine.probe import Probe, PythonModule
+from perfprobe.engine.stability import NotBelow
 from perfprobe.host.facts import Facts
-from perfprobe.model import Assessment
-from perfprobe.probe import Probe, PythonModule
 from perfprobe.probes.layout import rules, tables
 from perfprobe.probes.layout.declared import DECLARED
 from perfprobe.probes.layout.figures import typed
 from perfprobe.probes.layout.plan import FIELDS, WIDTHS
-from perfprobe.stability import NotBelow
 
 
 def judge(recorded: Mapping[str, Any], host: Facts) -> Assessment:

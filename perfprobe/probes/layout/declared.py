@@ -1,6 +1,6 @@
 """What `perfprobe layout` declares (read without importing the probe): headline figures, no key figures."""
 
-from perfprobe.declaration import Declared
+from perfprobe.engine.declaration import Declared
 
 DECLARED = Declared(
     name="layout", help="Data layout: split loads (line, page) against aligned, AoS against SoA per cache level.",

@@ -6,7 +6,7 @@ import statistics
 from typing import Any, Literal, Mapping, Optional, TypedDict, cast
 
 from perfprobe.probes.layout.plan import aligned, splits_line
-from perfprobe.stats import Stat, relative_spread, summarize
+from perfprobe.pure.stats import Stat, relative_spread, summarize
 
 SOA_MATTERS = 1.5        # SoA at least this much faster: the layout decides the loop's speed
 SPLIT_MATTERS = 1.3      # a split at least this much slower than aligned: worth avoiding

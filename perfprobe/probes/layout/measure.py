@@ -9,8 +9,7 @@ from typing import Any
 
 import numpy as np
 
-from perfprobe.budget import host_memory_budget
-from perfprobe.probe import ProbeContext
+from perfprobe.engine.probe import ProbeContext
 from perfprobe.probes.layout.plan import (
     FIELDS,
     LINE_BYTES,
@@ -29,7 +28,8 @@ from perfprobe.probes.layout.plan import (
     passes,
     records,
 )
-from perfprobe.stats import Stat, summarize
+from perfprobe.pure.stats import Stat, summarize
+from perfprobe.system.budget import host_memory_budget
 
 METHOD = ("numba nopython kernels timed inside compiled code (clock_gettime CLOCK_MONOTONIC); loads "
           "are unaligned (align 1) llvmlite loads kept by an empty asm; latency from a chain in which "

@@ -8,9 +8,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from perfprobe.budget import MemoryBudget
-from perfprobe.config import Presets
+from perfprobe.engine.config import Presets
 from perfprobe.host.facts import Facts, caches_of
+from perfprobe.system.budget import MemoryBudget
 
 WIDTHS = (4, 8, 16, 32)
 LINE_BYTES = 64

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from typing import Callable
 
+from perfprobe.engine.model import Finding, Verdict
 from perfprobe.host.facts import Facts
-from perfprobe.model import Finding, Verdict
 from perfprobe.probes.layout import figures as f
 from perfprobe.probes.layout.figures import SOA_MATTERS, SPLIT_MATTERS, Raw
 

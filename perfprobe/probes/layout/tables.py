@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from typing import Any, Optional
 
-from perfprobe import stats
+from perfprobe.engine.model import Cell, Curve, Metric, Table
 from perfprobe.host.facts import Facts
-from perfprobe.model import Cell, Curve, Metric, Table
 from perfprobe.probes.layout import figures as f
 from perfprobe.probes.layout.figures import Raw
 from perfprobe.probes.layout.plan import OPS
+from perfprobe.pure import stats
 
 
 def _r(value: Optional[float], digits: int = 3) -> Optional[float]:

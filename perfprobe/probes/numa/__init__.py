@@ -11,15 +11,15 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Mapping
 
+from perfprobe.engine.model import Assessment
+from perfprobe.engine.probe import Probe, ProbeContext
+from perfprobe.engine.stability import NotBelow, Ordered, Relation
 from perfprobe.errors import ProbeSkipped
 from perfprobe.host.facts import Facts
-from perfprobe.model import Assessment
-from perfprobe.probe import Probe, ProbeContext
 from perfprobe.probes.numa import rules, tables
 from perfprobe.probes.numa.declared import DECLARED
 from perfprobe.probes.numa.figures import pair_figures, typed
 from perfprobe.probes.numa.plan import cpu_and_memory_nodes
-from perfprobe.stability import NotBelow, Ordered, Relation
 
 
 def judge(raw: Mapping[str, Any], host: Facts) -> Assessment:
@@ -39,7 +39,7 @@ class NumaSyscalls:
     """The kernel's memory-policy calls (mbind, set_mempolicy, move_pages): CONFIG_NUMA."""
 
     def unmet(self, ctx: ProbeContext) -> ProbeSkipped | None:
-        from perfprobe import numa_sys
+        from perfprobe.system import numa_sys
 
         available, why = numa_sys.numa_syscalls_available()
         if available:
@@ -53,7 +53,7 @@ class PlaceableNodes:
     """At least one node this process may run on and one it may allocate on (cpuset, --bind)."""
 
     def unmet(self, ctx: ProbeContext) -> ProbeSkipped | None:
-        from perfprobe import bind, numa_sys
+        from perfprobe.system import bind, numa_sys
 
         cpu_nodes, mem_nodes = cpu_and_memory_nodes(ctx.host, ctx.config.bind, bind.valid_bind_nodes(ctx.host),
                                                     numa_sys.mems_allowed())

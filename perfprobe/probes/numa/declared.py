@@ -1,6 +1,6 @@
 """What `perfprobe numa` declares (read without importing the probe): options, headline and key figures."""
 
-from perfprobe.declaration import Declared, ProbeOption
+from perfprobe.engine.declaration import Declared, ProbeOption
 
 DECLARED = Declared(
     name="numa", help="NUMA: topology, latency and bandwidth matrices, remote penalties, placement.",

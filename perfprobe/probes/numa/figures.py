@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any, Mapping, Optional, TypedDict, cast
 
 from perfprobe.host.facts import Facts, NumaFacts, numa_nodes
-from perfprobe.stats import Stat
+from perfprobe.pure.stats import Stat
 
 Pair = tuple[int, int]
 

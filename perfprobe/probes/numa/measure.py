@@ -15,10 +15,8 @@ import ctypes
 import mmap
 from typing import Any
 
-from perfprobe import bind, numa_sys
-from perfprobe.budget import MemoryBudget, host_memory_budget
+from perfprobe.engine.probe import ProbeContext
 from perfprobe.host.facts import Facts, numa_node
-from perfprobe.probe import ProbeContext
 from perfprobe.probes.numa.plan import (
     MIN_WORKING_SET,
     PRESETS,
@@ -29,7 +27,9 @@ from perfprobe.probes.numa.plan import (
     largest_cache_bytes,
     make_plan,
 )
-from perfprobe.stats import Stat, summarize
+from perfprobe.pure.stats import Stat, summarize
+from perfprobe.system import bind, numa_sys
+from perfprobe.system.budget import MemoryBudget, host_memory_budget
 
 PAGE_CHECKS = 16384  # pages checked per buffer at most (evenly spread)
 
@@ -65,7 +65,7 @@ def measure(ctx: ProbeContext) -> dict[str, Any]:
 
 
 def remeasure(ctx: ProbeContext, raw: dict[str, Any], keys: tuple[str, ...]) -> dict[str, Any]:
-    """Confirmation (perfprobe/confirm.py) of a slow node or a remote penalty: the whole matrix
+    """Confirmation (perfprobe/engine/confirm.py) of a slow node or a remote penalty: the whole matrix
     again, as the first run placed it. Both warns judge a node or pair against the others measured
     beside it, so all of them are re-timed together (a few pairs; only when a warn is to be issued)."""
     return measure(ctx)
@@ -154,7 +154,7 @@ def _latency(words: Any, cpus: list[int], plan: Plan) -> Stat:
 
 
 def _bandwidth(values: Any, cpus: list[int], plan: Plan, host: Facts) -> tuple[Stat, list[int]]:
-    """Read GB/s from node's CPUs, one thread per physical core (perfprobe/placement.py), each
+    """Read GB/s from node's CPUs, one thread per physical core (perfprobe/pure/cpu_order.py), each
     pinned to its CPU from inside the parallel region; returns the figure and the CPUs used."""
     from perfprobe.kernels import numa_kernels
     from perfprobe.kernels import placement as kp

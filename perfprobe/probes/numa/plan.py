@@ -6,10 +6,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Sequence
 
-from perfprobe.budget import MemoryBudget
-from perfprobe.config import Knobs, Presets
+from perfprobe.engine.config import Knobs, Presets
 from perfprobe.host.facts import Facts, caches_of, numa_nodes
 from perfprobe.probes.numa.figures import distance
+from perfprobe.system.budget import MemoryBudget
 
 MIB = 1 << 20
 MIN_WORKING_SET = 16 * MIB

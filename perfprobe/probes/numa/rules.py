@@ -12,8 +12,8 @@ from __future__ import annotations
 import statistics
 from typing import Any, Callable, Mapping
 
+from perfprobe.engine.model import Finding, Verdict
 from perfprobe.host.facts import Facts, numa_nodes
-from perfprobe.model import Finding, Verdict
 from perfprobe.probes.numa.figures import (
     NumaRaw,
     Pair,

@@ -6,10 +6,9 @@ from __future__ import annotations
 import statistics
 from typing import Any, Mapping
 
-from perfprobe import stats
+from perfprobe.engine.model import Cell, Metric, Table
 from perfprobe.host.facts import Facts, NodeFacts, numa_nodes
 from perfprobe.host.parse import format_cpulist
-from perfprobe.model import Cell, Metric, Table
 from perfprobe.probes.numa.figures import (
     NumaRaw,
     Pair,
@@ -21,6 +20,7 @@ from perfprobe.probes.numa.figures import (
     remote_ratios,
     unlike_pairs,
 )
+from perfprobe.pure import stats
 
 FACT_KEYS = ("placement", "method", "sampling", "pairs", "pages", "skipped", "notes", "cpu_nodes", "mem_nodes",
              "bind", "reason")

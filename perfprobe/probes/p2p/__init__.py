@@ -12,14 +12,14 @@ from __future__ import annotations
 
 from typing import Any, Mapping
 
+from perfprobe.engine.model import Assessment
+from perfprobe.engine.probe import Gpu, Probe
+from perfprobe.engine.stability import AtMost, Relation
 from perfprobe.host.facts import Facts
-from perfprobe.model import Assessment
-from perfprobe.probe import Gpu, Probe
 from perfprobe.probes.p2p import rules, tables
 from perfprobe.probes.p2p.declared import DECLARED
 from perfprobe.probes.p2p.figures import typed
 from perfprobe.probes.p2p.plan import check_knobs
-from perfprobe.stability import AtMost, Relation
 
 RELATIONS: tuple[Relation, ...] = (
     AtMost("p2p_fraction.*", 1.0, "a peer copy faster than its links' raw rate (the links read, or the "

@@ -6,16 +6,16 @@ per-link rate of the GPU's NVLink generation — NVLink 4 (Hopper, H100/H200): 2
 per link, 18 links = 450 GB/s; NVLink 3 (A100): 25 GB/s x 12 = 300 GB/s; NVLink 5 (Blackwell):
 50 GB/s x 18. The generation comes from the compute capability: NVML's version code is shown as
 read (its numbering has changed between drivers: 4 on one, 6 or 7 for the same NVLink 4 on others).
-Without NVLink, peer copies cross PCIe: the narrower of the two GPUs' links (perfprobe/pcie.py).
+Without NVLink, peer copies cross PCIe: the narrower of the two GPUs' links (perfprobe/pure/pcie_rate.py).
 """
 
 from __future__ import annotations
 
 from typing import Any, Mapping, Optional, TypedDict, cast
 
-from perfprobe.pcie import link_rate_or_none
 from perfprobe.probes.gpu_raw import Budget, Device, Link
-from perfprobe.stats import Stat
+from perfprobe.pure.pcie_rate import link_rate_or_none
+from perfprobe.pure.stats import Stat
 
 
 class GpuDevice(Device, total=False):

@@ -7,14 +7,14 @@ from __future__ import annotations
 
 from typing import Any
 
-from perfprobe.budget import MemoryBudget, gpu_memory_budget
+from perfprobe.engine.probe import ProbeContext
 from perfprobe.errors import ProbeSkipped
 from perfprobe.host.pci import sysfs_address
 from perfprobe.kernels import cuda_runtime, nvml
 from perfprobe.kernels import p2p_kernels as pk
-from perfprobe.probe import ProbeContext
 from perfprobe.probes.p2p import plan
 from perfprobe.probes.p2p.plan import PRESETS, Pair, Preset
+from perfprobe.system.budget import MemoryBudget, gpu_memory_budget
 
 ONE_GPU = "one GPU: nothing to pair"
 

@@ -10,10 +10,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from itertools import combinations
 
-from perfprobe.budget import MemoryBudget
-from perfprobe.config import Presets, RunConfig
+from perfprobe.engine.config import Presets, RunConfig
 from perfprobe.host.facts import Facts
 from perfprobe.probes.p2p.declared import SIZE
+from perfprobe.system.budget import MemoryBudget
 
 MIN_SIZE = SIZE.minimum
 DEFAULT_MAX = 1 << 30

@@ -11,12 +11,12 @@ from __future__ import annotations
 
 from typing import Callable
 
-from perfprobe.budget import capped_note
+from perfprobe.engine.model import Finding, Verdict
 from perfprobe.host.facts import Facts
-from perfprobe.model import Finding, Verdict
 from perfprobe.probes.p2p import figures as fig
 from perfprobe.probes.p2p.figures import Raw
 from perfprobe.probes.p2p.plan import sampling_words
+from perfprobe.system.budget import capped_note
 
 LINK_FRACTION_MIN = 0.60   # healthy NVLink and PCIe peer copies reach ~80-87% of the raw rate
 PEER_OVER_STAGED_MIN = 1.2  # direct copies this much faster than staged ones, or the path is wrong

@@ -8,12 +8,12 @@ from __future__ import annotations
 
 from typing import Any, Callable, Optional
 
+from perfprobe.engine.model import Cell, Curve, Metric, Table
 from perfprobe.host.facts import Facts
-from perfprobe.model import Cell, Curve, Metric, Table
 from perfprobe.probes.p2p import figures as fig
 from perfprobe.probes.p2p.figures import Raw
-from perfprobe.stats import metric
-from perfprobe.units import format_bytes
+from perfprobe.pure.stats import metric
+from perfprobe.pure.units import format_bytes
 
 
 def _r(value: Optional[float], digits: int = 1) -> Optional[float]:

@@ -10,14 +10,14 @@ from __future__ import annotations
 
 from typing import Any, Mapping
 
+from perfprobe.engine.model import Assessment
+from perfprobe.engine.probe import Gpu, Probe
+from perfprobe.engine.stability import AtMost, NotBelow, Relation
 from perfprobe.host.facts import Facts
-from perfprobe.model import Assessment
-from perfprobe.probe import Gpu, Probe
 from perfprobe.probes.pinned import rules, tables
 from perfprobe.probes.pinned.declared import DECLARED
 from perfprobe.probes.pinned.figures import typed
 from perfprobe.probes.pinned.plan import check_knobs
-from perfprobe.stability import AtMost, NotBelow, Relation
 
 PINNED_OVER_PAGEABLE = 0.9
 """Pinned copies at least this share of pageable ones: a pageable copy goes through the driver's

@@ -1,7 +1,7 @@
 """What `perfprobe pinned` declares (read without importing the probe): --size (its minimum is the
 sweep's first copy, plan.MIN_SIZE), headline and key figures."""
 
-from perfprobe.declaration import Declared, ProbeOption
+from perfprobe.engine.declaration import Declared, ProbeOption
 
 SIZE = ProbeOption("--size", "bytes", "Buffer size, at least {minimum}, e.g. 256M or 1G.", minimum=64 << 10)
 """64 KiB: the sweep's first copy (plan.sweep_sizes starts there)."""

@@ -8,9 +8,9 @@ from __future__ import annotations
 from typing import Any, Literal, Mapping, Optional, TypedDict, cast
 
 from perfprobe.host.facts import Facts
-from perfprobe.pcie import LinkRate, link_rate_or_none
 from perfprobe.probes.gpu_raw import Budget, Device, GpuActivity, GpuState, Link, StateKey
-from perfprobe.stats import Stat
+from perfprobe.pure.pcie_rate import LinkRate, link_rate_or_none
+from perfprobe.pure.stats import Stat
 
 Mode = Literal["pageable", "pinned"]
 

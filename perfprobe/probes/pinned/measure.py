@@ -6,15 +6,15 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from perfprobe.budget import gpu_memory_budget, host_memory_budget
+from perfprobe.engine.probe import ProbeContext
 from perfprobe.errors import ProbeSkipped
 from perfprobe.host.pci import gpu_link
 from perfprobe.host.sysroot import SysRoot
 from perfprobe.kernels import cuda_runtime, nvml
 from perfprobe.kernels import transfer_kernels as tk
-from perfprobe.probe import ProbeContext
 from perfprobe.probes.pinned import plan
 from perfprobe.probes.pinned.plan import PRESETS, Preset
+from perfprobe.system.budget import gpu_memory_budget, host_memory_budget
 
 
 def measure(ctx: ProbeContext) -> dict[str, Any]:
@@ -119,7 +119,7 @@ def _under_load(cupy: Any, session: nvml.Nvml, sysfs: SysRoot, bufs: dict[str, A
 
 
 def remeasure(ctx: ProbeContext, raw: dict[str, Any], keys: tuple[str, ...]) -> dict[str, Any]:
-    """Confirmation (perfprobe/confirm.py): the largest pinned copies, H2D and D2H, timed again
+    """Confirmation (perfprobe/engine/confirm.py): the largest pinned copies, H2D and D2H, timed again
     (the point the bandwidth warn rests on); `raw` with those two entries replaced."""
     cupy = cuda_runtime.load_cupy()
     preset = ctx.config.preset(PRESETS)

@@ -7,10 +7,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from perfprobe.budget import MemoryBudget
-from perfprobe.config import Presets, RunConfig
+from perfprobe.engine.config import Presets, RunConfig
 from perfprobe.host.facts import Facts
 from perfprobe.probes.pinned.declared import SIZE
+from perfprobe.system.budget import MemoryBudget
 
 MIN_SIZE = SIZE.minimum
 DEFAULT_MAX = 1 << 30

@@ -9,10 +9,8 @@ from __future__ import annotations
 
 from typing import Callable
 
-from perfprobe.budget import capped_note
-from perfprobe.gpu_activity import FAULT_CLOCK_REASONS, findings_held_back_if_shared, shared_gpu
+from perfprobe.engine.model import Finding, Verdict
 from perfprobe.host.facts import Facts
-from perfprobe.model import Finding, Verdict
 from perfprobe.probes.gpu_raw import STATES
 from perfprobe.probes.pinned.figures import (
     Raw,
@@ -26,7 +24,9 @@ from perfprobe.probes.pinned.figures import (
     link_readings,
     state,
 )
-from perfprobe.units import format_bytes
+from perfprobe.pure.gpu_activity import FAULT_CLOCK_REASONS, findings_held_back_if_shared, shared_gpu
+from perfprobe.pure.units import format_bytes
+from perfprobe.system.budget import capped_note
 
 LINK_FRACTION_MIN = 0.70      # pinned large copies below this share of the link's rate: warn
 PAGEABLE_HELPS_BELOW = 0.5    # pageable under half of pinned: pinned buffers are worth the cost

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from perfprobe.engine.model import Cell, Curve, Metric, Table
 from perfprobe.host.facts import Facts
-from perfprobe.model import Cell, Curve, Metric, Table
 from perfprobe.probes.gpu_raw import STATES
 from perfprobe.probes.pinned.figures import (
     Copy,
@@ -23,8 +23,8 @@ from perfprobe.probes.pinned.figures import (
     rate_of,
     state,
 )
-from perfprobe.stats import metric
-from perfprobe.units import format_bytes
+from perfprobe.pure.stats import metric
+from perfprobe.pure.units import format_bytes
 
 
 def summary(raw: Raw, host: Facts) -> str:

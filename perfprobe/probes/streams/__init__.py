@@ -11,14 +11,14 @@ from __future__ import annotations
 
 from typing import Any, Mapping
 
+from perfprobe.engine.model import Assessment
+from perfprobe.engine.probe import Gpu, Probe
+from perfprobe.engine.stability import AtMost, NotBelow, Relation
 from perfprobe.host.facts import Facts
-from perfprobe.model import Assessment
-from perfprobe.probe import Gpu, Probe
 from perfprobe.probes.streams import rules, tables
 from perfprobe.probes.streams.declared import DECLARED
 from perfprobe.probes.streams.figures import typed
 from perfprobe.probes.streams.plan import check_knobs
-from perfprobe.stability import AtMost, NotBelow, Relation
 
 IDEAL_NOISE = 0.05
 """How far a pipeline may read under its ideal before the figures are re-measured: the ideal is

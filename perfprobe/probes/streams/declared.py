@@ -1,7 +1,7 @@
 """What `perfprobe streams` declares (read without importing the probe): --size, headline figures, no
 key figures."""
 
-from perfprobe.declaration import Declared, ProbeOption
+from perfprobe.engine.declaration import Declared, ProbeOption
 
 SIZE = ProbeOption("--size", "bytes", "Buffer size, at least {minimum}, e.g. 256M or 1G.", minimum=4 << 20)
 """4 MiB: below it the chunks are too small to time."""

@@ -15,7 +15,7 @@ from __future__ import annotations
 from typing import Any, Mapping, Optional, TypedDict, cast
 
 from perfprobe.probes.gpu_raw import Budget, Device, GpuActivity
-from perfprobe.stats import Stat, rate_stat
+from perfprobe.pure.stats import Stat, rate_stat
 
 
 class Config(TypedDict, total=False):

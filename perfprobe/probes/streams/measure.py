@@ -7,16 +7,16 @@ from typing import Any, Callable
 
 import numpy as np
 
-from perfprobe.budget import gpu_memory_budget, host_memory_budget
+from perfprobe.engine.probe import ProbeContext
 from perfprobe.errors import ProbeSkipped
 from perfprobe.kernels import cuda_runtime, nvml
 from perfprobe.kernels import streams_kernels as sk
 from perfprobe.kernels import transfer_kernels as tk
-from perfprobe.probe import ProbeContext
 from perfprobe.probes.streams import plan
 from perfprobe.probes.streams.figures import best_config, typed
 from perfprobe.probes.streams.plan import PRESETS, Preset
-from perfprobe.stats import summarize
+from perfprobe.pure.stats import summarize
+from perfprobe.system.budget import gpu_memory_budget, host_memory_budget
 
 
 def measure(ctx: ProbeContext) -> dict[str, Any]:
@@ -40,7 +40,7 @@ def _measure_device(cupy: Any, device: int, size: int, preset: Preset, ctx: Prob
     buffers = tk.Allocations(cupy)
     bus_id = cuda_runtime.pci_bus_id(cupy, device)
     session = nvml.Nvml(bus_id)
-    activity = {"before": session.activity()}  # other work on the GPU (perfprobe/gpu_activity.py)
+    activity = {"before": session.activity()}  # other work on the GPU (perfprobe/pure/gpu_activity.py)
     dev = None
     try:
         dev = sk.Device.create(cupy, buffers, elements, plan.MAX_STREAMS, props["multiprocessors"])
@@ -190,7 +190,7 @@ def _host_overlap(dev: sk.Device, elements: int, iters: int) -> dict[str, Any]:
 
 
 def remeasure(ctx: ProbeContext, raw: dict[str, Any], keys: tuple[str, ...]) -> dict[str, Any]:
-    """Confirmation (perfprobe/confirm.py): "overlap": the stages alone and the best configuration
+    """Confirmation (perfprobe/engine/confirm.py): "overlap": the stages alone and the best configuration
     (the ideal and the time it is judged against) timed again; "host_overlap": host work beside
     GPU work again. Same buffer size and kernel length as the first run; `raw` with those replaced."""
     cupy = cuda_runtime.load_cupy()

@@ -7,10 +7,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from perfprobe.budget import MemoryBudget
-from perfprobe.config import Presets, RunConfig
+from perfprobe.engine.config import Presets, RunConfig
 from perfprobe.host.facts import Facts
 from perfprobe.probes.streams.declared import SIZE
+from perfprobe.system.budget import MemoryBudget
 
 DEFAULT_SIZE, QUICK_SIZE, MIN_SIZE = 1 << 30, 256 << 20, SIZE.minimum
 CHUNKS, STREAMS = (2, 4, 8, 16, 32, 64), (1, 2, 4, 8)

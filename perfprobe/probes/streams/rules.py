@@ -8,10 +8,8 @@ from __future__ import annotations
 
 from typing import Callable
 
-from perfprobe.budget import capped_note
-from perfprobe.gpu_activity import findings_held_back_if_shared, shared_gpu
+from perfprobe.engine.model import Finding, Verdict
 from perfprobe.host.facts import Facts
-from perfprobe.model import Finding, Verdict
 from perfprobe.probes.streams.figures import (
     Raw,
     at_ideal_band,
@@ -23,7 +21,9 @@ from perfprobe.probes.streams.figures import (
     median_ms,
     speedup,
 )
-from perfprobe.units import format_bytes
+from perfprobe.pure.gpu_activity import findings_held_back_if_shared, shared_gpu
+from perfprobe.pure.units import format_bytes
+from perfprobe.system.budget import capped_note
 
 EFFICIENCY_MIN = 0.8          # best configuration under this share of its ideal: warn
 HOST_HIDDEN_MIN = 0.5         # host work hidden behind GPU work under this share: warn

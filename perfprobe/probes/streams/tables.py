@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from perfprobe.model import Cell, Metric, Table
+from perfprobe.engine.model import Cell, Metric, Table
 from perfprobe.probes.streams.figures import (
     HostOverlap,
     Raw,
@@ -20,8 +20,8 @@ from perfprobe.probes.streams.figures import (
     speedup,
     stage_stat,
 )
-from perfprobe.stats import Stat, metric
-from perfprobe.units import format_bytes
+from perfprobe.pure.stats import Stat, metric
+from perfprobe.pure.units import format_bytes
 
 
 def summary(raw: Raw) -> str:

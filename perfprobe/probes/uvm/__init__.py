@@ -10,13 +10,13 @@ from __future__ import annotations
 
 from typing import Any, Mapping
 
+from perfprobe.engine.model import Assessment
+from perfprobe.engine.probe import Gpu, Probe
+from perfprobe.engine.stability import NotBelow, Relation
 from perfprobe.host.facts import Facts
-from perfprobe.model import Assessment
-from perfprobe.probe import Gpu, Probe
 from perfprobe.probes.uvm import rules, tables
 from perfprobe.probes.uvm.declared import DECLARED
 from perfprobe.probes.uvm.figures import TO_GPU, TO_HOST, typed
-from perfprobe.stability import NotBelow, Relation
 
 SPREAD_BOUND = 0.20
 """uvm's repeats are wider than the 0.10 default: page-fault migration (managed_on_demand, advice

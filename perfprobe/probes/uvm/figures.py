@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Any, Literal, Mapping, Optional, TypedDict, cast
 
 from perfprobe.probes.gpu_raw import Device
-from perfprobe.stats import Stat, rate_stat
+from perfprobe.pure.stats import Stat, rate_stat
 
 Part = Literal["time_s", "prefetch_s", "copy_s", "move_s", "kernel_s", "read_s"]
 """A path's timed parts: end to end (time_s), and the steps some paths time apart."""

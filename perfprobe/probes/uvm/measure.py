@@ -5,14 +5,14 @@ from __future__ import annotations
 
 from typing import Any, Callable, Mapping
 
-from perfprobe.budget import gpu_memory_budget, host_memory_budget
+from perfprobe.engine.probe import ProbeContext
 from perfprobe.kernels import cuda_runtime, uvm_memory
 from perfprobe.kernels.uvm_kernels import GpuKernels, host_threads, usable_threads
 from perfprobe.kernels.uvm_memory import PathUnavailable
-from perfprobe.probe import ProbeContext
 from perfprobe.probes.uvm import paths as uvm_paths
 from perfprobe.probes.uvm import plan
 from perfprobe.probes.uvm.plan import PRESETS
+from perfprobe.system.budget import gpu_memory_budget, host_memory_budget
 
 
 def measure(ctx: ProbeContext) -> dict[str, Any]:
@@ -28,7 +28,7 @@ def measure(ctx: ProbeContext) -> dict[str, Any]:
 
 
 def remeasure(ctx: ProbeContext, raw: dict[str, Any], keys: tuple[str, ...]) -> dict[str, Any]:
-    """Confirmation (perfprobe/confirm.py): only the path functions that time the paths named in
+    """Confirmation (perfprobe/engine/confirm.py): only the path functions that time the paths named in
     `keys`, at the first run's size; `raw` with those paths replaced."""
     cupy = cuda_runtime.load_cupy()
     device = ctx.device or 0

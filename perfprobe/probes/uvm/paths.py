@@ -32,7 +32,7 @@ from perfprobe.kernels.uvm_memory import (
     mapped_pinned,
     wait,
 )
-from perfprobe.stats import Stat, summarize
+from perfprobe.pure.stats import Stat, summarize
 
 Step = Callable[[int], dict[str, float]]
 Times = dict[str, Stat]

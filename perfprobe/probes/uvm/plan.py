@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from perfprobe.budget import MemoryBudget
-from perfprobe.config import Knobs, Presets
+from perfprobe.engine.config import Knobs, Presets
 from perfprobe.errors import ProbeSkipped
+from perfprobe.system.budget import MemoryBudget
 
 DEFAULT_SIZE = 4 << 30
 QUICK_SIZE = 256 << 20

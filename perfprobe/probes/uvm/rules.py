@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from typing import Callable
 
+from perfprobe.engine.model import Finding, Verdict
 from perfprobe.host.facts import Facts
-from perfprobe.model import Finding, Verdict
 from perfprobe.probes.uvm.figures import Raw, attribute, break_even_passes, gbs, move_s, ratio_to_reference, slowdown
 
 HEALTHY = {

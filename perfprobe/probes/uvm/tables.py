@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from perfprobe.model import Cell, Metric, Table
+from perfprobe.engine.model import Cell, Metric, Table
 from perfprobe.probes.uvm.figures import (
     PASSES,
     TO_GPU,
@@ -19,7 +19,7 @@ from perfprobe.probes.uvm.figures import (
     path_entry,
     ratio_to_reference,
 )
-from perfprobe.stats import metric
+from perfprobe.pure.stats import metric
 
 HOW = {
     "managed_on_demand": "host-written managed; GPU faults it in",

@@ -88,8 +88,8 @@ def placement_problems(seen: dict[str, Any], node: int, cpus: list[int]) -> list
 
 
 def main(node: int) -> int:
-    from perfprobe.bind import bind_to_node
     from perfprobe.host import read_host_facts
+    from perfprobe.system.bind import bind_to_node
 
     bind_error = None
     try:

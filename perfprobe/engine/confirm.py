@@ -16,7 +16,7 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any, Sequence
 
-from perfprobe.model import Finding, Verdict
+from perfprobe.engine.model import Finding, Verdict
 
 SECOND_RAW = "confirmation_raw"
 """Where the runner keeps the re-measured raw numbers inside the recorded raw (replay judges them)."""

@@ -17,15 +17,16 @@ import traceback
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
-from perfprobe import __version__, confirm, stability
-from perfprobe.config import RunConfig
+from perfprobe import __version__
+from perfprobe.engine import confirm, stability
+from perfprobe.engine.config import RunConfig
+from perfprobe.engine.model import Assessment, Finding, ProbeResult, Report, Verdict
+from perfprobe.engine.probe import Probe, ProbeContext, ProgressFactory
+from perfprobe.engine.progress import null_progress
+from perfprobe.engine.registry import load_probe
 from perfprobe.errors import BindError, GpuUnavailable, ProbeSkipped, UsageError
 from perfprobe.host.identity import stamped
-from perfprobe.model import Assessment, Finding, ProbeResult, Report, Verdict
-from perfprobe.probe import Probe, ProbeContext, ProgressFactory
-from perfprobe.process_state import preserved
-from perfprobe.progress import null_progress
-from perfprobe.registry import load_probe
+from perfprobe.system.process_state import preserved
 
 EXIT_OK, EXIT_WARN, EXIT_USAGE, EXIT_ERROR = 0, 1, 2, 3
 BIND_ADVICE = ("nothing was measured: check the cpuset and memory policy this process inherits "
@@ -278,7 +279,7 @@ def _apply_binding(config: RunConfig, host: Mapping[str, Any]) -> dict[str, Any]
     """Validate and apply --bind before anything is measured; None when not asked for."""
     if config.bind is None:
         return None
-    from perfprobe import bind
+    from perfprobe.system import bind
 
     bind.validate_bind_node(config.bind, host)
     if config.replay or config.fsroot:
@@ -344,7 +345,7 @@ def _listed_devices(probes: Sequence[Probe], listed: tuple[int, ...], replaying:
 
 def _load_replay(config: RunConfig) -> dict[str, Any]:
     assert config.replay is not None
-    from perfprobe import untrusted  # bounded, typed, depth-limited, schema-checked (recording.schema.json)
+    from perfprobe.system import untrusted  # bounded, typed, depth-limited, schema-checked (recording.schema.json)
 
     try:
         data: dict[str, Any] = untrusted.load(config.replay, "recording")
@@ -371,7 +372,7 @@ def _failed(name: str, device: int | None, stage: str, exc: BaseException, start
     at = f" (at {where[0].filename.rsplit('/', 1)[-1]}:{where[0].lineno})" if where else ""
     advice = "report this with the JSON output (--json) attached"
     if isinstance(exc, MemoryError) or getattr(exc, "errno", None) == 12:  # ENOMEM: name a ulimit -v
-        from perfprobe.budget import address_space_limit_words
+        from perfprobe.system.budget import address_space_limit_words
 
         limit = address_space_limit_words()
         if limit:

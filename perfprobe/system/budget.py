@@ -14,9 +14,9 @@ import os
 from dataclasses import dataclass
 from typing import Any, Mapping
 
+from perfprobe.engine.model import Finding, Verdict
 from perfprobe.host.facts import Facts, memory_value, numa_node
-from perfprobe.model import Finding, Verdict
-from perfprobe.units import format_bytes
+from perfprobe.pure.units import format_bytes
 
 HOST_FRACTION = 0.25
 GPU_FRACTION = 0.5

@@ -51,7 +51,7 @@ def max_bytes() -> int:
     text = os.environ.get(MAX_BYTES_ENV)
     if not text:
         return MAX_BYTES_DEFAULT
-    from perfprobe.units import parse_size
+    from perfprobe.pure.units import parse_size
 
     return int(parse_size(text, MAX_BYTES_ENV, minimum=1, maximum=1 << 40) or MAX_BYTES_DEFAULT)
 
@@ -271,7 +271,7 @@ def _decoded(data: bytes) -> str:
 
 
 def _too_big(limit: int) -> str:
-    from perfprobe.units import format_bytes
+    from perfprobe.pure.units import format_bytes
 
     return f"larger than {format_bytes(limit)}, the limit on an input file (set {MAX_BYTES_ENV} to change it)"
 

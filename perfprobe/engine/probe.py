@@ -19,11 +19,11 @@ from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from typing import Any, Callable, Mapping, Protocol
 
-from perfprobe.config import RunConfig
+from perfprobe.engine.config import RunConfig
+from perfprobe.engine.model import Assessment
+from perfprobe.engine.stability import SPREAD_BOUND, Relation
 from perfprobe.errors import GpuUnavailable, ProbeSkipped
 from perfprobe.host.facts import Facts, numa_nodes
-from perfprobe.model import Assessment
-from perfprobe.stability import SPREAD_BOUND, Relation
 
 
 class ProgressTask(Protocol):
@@ -66,7 +66,7 @@ class UsableCpus:
     why: str = ""
 
     def unmet(self, ctx: ProbeContext) -> ProbeSkipped | None:
-        from perfprobe.bind import usable_cpus
+        from perfprobe.system.bind import usable_cpus
 
         have = len(usable_cpus(ctx.host))
         if have >= self.count:

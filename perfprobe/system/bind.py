@@ -20,10 +20,10 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Iterable, Iterator, Mapping
 
-from perfprobe import numa_sys
 from perfprobe.errors import BindError, UsageError
 from perfprobe.host.parse import format_cpulist
-from perfprobe.units import format_bytes
+from perfprobe.pure.units import format_bytes
+from perfprobe.system import numa_sys
 
 # What a run bound to a node needs of that node's free memory before any working set: the new
 # allocations of the interpreter, numba and LLVM compiling kernels after the binding (~100-150 MiB

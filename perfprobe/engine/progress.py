@@ -5,7 +5,7 @@ from __future__ import annotations
 from contextlib import contextmanager
 from typing import Any, Iterator
 
-from perfprobe.probe import ProgressFactory, ProgressTask
+from perfprobe.engine.probe import ProgressFactory, ProgressTask
 
 
 class _NullTask:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import statistics
 from typing import Any, Callable, Literal, Mapping, Sequence, TypedDict
 
-from perfprobe.model import Metric, Spread
+from perfprobe.engine.model import Metric, Spread
 
 MAX_SAMPLES = 64
 """Samples kept per figure. Beyond it (one latency per message, say) `samples` holds MAX_SAMPLES

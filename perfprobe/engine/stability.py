@@ -17,8 +17,8 @@ from dataclasses import dataclass
 from fnmatch import fnmatchcase
 from typing import Mapping, Sequence, Union
 
-from perfprobe.confirm import HELD_BACK, NOT_CONFIRMED, held_back
-from perfprobe.model import Assessment, Finding, Metric, Verdict
+from perfprobe.engine.confirm import HELD_BACK, NOT_CONFIRMED, held_back
+from perfprobe.engine.model import Assessment, Finding, Metric, Verdict
 
 SPREAD_BOUND = 0.10
 """A figure whose repeats' MAD exceeds this fraction of their median is re-measured (pyperf warns

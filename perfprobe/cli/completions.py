@@ -47,7 +47,7 @@ def _commands() -> dict[str, Any]:
     walks every command's signature)."""
     import typer
 
-    from perfprobe.cli import app
+    from perfprobe.cli.commands import app
 
     return dict(typer.main.get_group(app).commands)
 

@@ -4,7 +4,7 @@ Two things live here so that every probe does them the same way:
 - `Knobs`: one command's option values (each probe declares its options in its declared.py; the
   CLI parses and range-checks them there before anything runs);
 - `Presets`: a probe's full and `--quick` parameter sets, chosen in one place.
-Memory budgets live beside this in perfprobe/budget.py; `UsageError` (bad input, one line, exit 2)
+Memory budgets live beside this in perfprobe/system/budget.py; `UsageError` (bad input, one line, exit 2)
 in perfprobe/errors.py.
 """
 

@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from perfprobe.pcie import gen_from_speed, link_rate, link_rate_or_none, width_from_text
+from perfprobe.pure.pcie_rate import gen_from_speed, link_rate, link_rate_or_none, width_from_text
 
 
 @pytest.mark.parametrize(("gen", "width", "gbs"), [

@@ -13,9 +13,9 @@ from typing import Annotated, Any, List, Mapping, Optional, Sequence
 
 import typer
 
-from perfprobe.config import RunConfig
+from perfprobe.engine.config import RunConfig
+from perfprobe.engine.model import SCHEMA_VERSION, Curve, Finding, Metric, ProbeResult, Report, Spread, Table, Verdict
 from perfprobe.errors import UsageError
-from perfprobe.model import SCHEMA_VERSION, Curve, Finding, Metric, ProbeResult, Report, Spread, Table, Verdict
 
 
 def report(paths: Annotated[List[Path], typer.Argument(
@@ -57,8 +57,8 @@ def load_all(paths: Sequence[Path]) -> list[tuple[str, Report]]:
 
 def load(path: Path) -> Report:
     """One file as a Report: a saved report, a recording replayed, or host facts judged. Read as
-    untrusted (perfprobe/untrusted.py) and checked against its schema first: exit 2, one line."""
-    from perfprobe import untrusted
+    untrusted (perfprobe/system/untrusted.py) and checked against its schema first: exit 2, one line."""
+    from perfprobe.system import untrusted
 
     try:
         data = untrusted.parse(untrusted.read_file(path))
@@ -154,8 +154,8 @@ def _spread(stats: Any) -> Spread | None:
 
 def _replay(path: Path, raw: Mapping[str, Any]) -> Report:
     """Judge a recording's raw numbers again, every probe and device it holds."""
-    from perfprobe import runner
-    from perfprobe.registry import all_probe_names
+    from perfprobe.engine import runner
+    from perfprobe.engine.registry import all_probe_names
 
     recorded = {key.split("[", 1)[0] for key in raw}
     names = [name for name in all_probe_names() if name in recorded]

@@ -12,8 +12,8 @@ from __future__ import annotations
 
 from typing import Any, Callable, Mapping, Sequence
 
-from perfprobe import confirm
-from perfprobe.model import Finding
+from perfprobe.engine import confirm
+from perfprobe.engine.model import Finding
 
 BUSY_UTIL_PERCENT = 10  # a kernel ran over a tenth of NVML's last sample period before the probe started
 # NVML clock-event reasons that mean something is wrong: hardware slowdown, hardware thermal

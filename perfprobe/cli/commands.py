@@ -17,12 +17,12 @@ from typing import Annotated, Any, Callable, Optional
 import typer
 
 from perfprobe import __version__
-from perfprobe.cli_help import PlainArgsCommand
-from perfprobe.config import Knobs, RunConfig
-from perfprobe.declaration import Declared, ProbeOption
+from perfprobe.cli.help import PlainArgsCommand
+from perfprobe.cli.report_command import report as report_command
+from perfprobe.engine.config import Knobs, RunConfig
+from perfprobe.engine.declaration import Declared, ProbeOption
 from perfprobe.errors import UsageError
-from perfprobe.report_command import report as report_command
-from perfprobe.units import parse_count, parse_device
+from perfprobe.pure.units import parse_count, parse_device
 
 
 class _Group(typer.core.TyperGroup):
@@ -158,7 +158,7 @@ def probe_command(declared: Declared, names: Callable[[], list[str]] | None = No
 
 def _probe_commands() -> dict[str, Any]:
     """The click command of every registered probe, in the registry's order, then `all`'s."""
-    from perfprobe.registry import all_probe_names, declarations
+    from perfprobe.engine.registry import all_probe_names, declarations
 
     commands = [(declared.name, probe_command(declared)) for declared in declarations()]
     commands.append(("all", probe_command(ALL, all_probe_names)))
@@ -175,12 +175,12 @@ def _click_command(name: str, function: Callable[..., None]) -> Any:
 from perfprobe.fleet.commands import register as _register_fleet  # noqa: E402 - compare, fleet, healthcheck
 
 _register_fleet(app)
-app.command("report", cls=PlainArgsCommand)(report_command)  # saved runs drawn as HTML (perfprobe/report_command.py)
+app.command("report", cls=PlainArgsCommand)(report_command)  # saved runs drawn as HTML (perfprobe/cli/report_command.py)
 
 
 def _run(names: list[str], config: RunConfig) -> None:
     """Run, render, write --output, and exit with the code of the worst verdict."""
-    from perfprobe import runner
+    from perfprobe.engine import runner
     from perfprobe.render import outputs
     from perfprobe.render.json import report_to_json
 
@@ -209,7 +209,7 @@ def _stdout_console() -> Any:
 
 
 def _progress_factory(config: RunConfig) -> Any:
-    from perfprobe.progress import null_progress, rich_progress
+    from perfprobe.engine.progress import null_progress, rich_progress
 
     if config.json or _no_color() or not sys.stderr.isatty():
         return null_progress

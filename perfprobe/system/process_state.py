@@ -39,7 +39,7 @@ def restore(state: ProcessState) -> None:
     if state.numba_threads is not None and _numba_threads() != state.numba_threads:
         sys.modules["numba"].set_num_threads(state.numba_threads)
     if state.policy is not None and _policy() != state.policy:
-        from perfprobe import numa_sys
+        from perfprobe.system import numa_sys
 
         mode, nodes = state.policy
         numa_sys.set_mempolicy(_NAME_TO_MODE.get(mode, 0), list(nodes) if mode != "default" else [])
@@ -75,7 +75,7 @@ def _numba_threads() -> int | None:
 
 def _policy() -> tuple[str, tuple[int, ...]] | None:
     try:
-        from perfprobe import numa_sys
+        from perfprobe.system import numa_sys
 
         policy = numa_sys.get_mempolicy()
     except OSError:

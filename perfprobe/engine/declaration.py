@@ -4,7 +4,7 @@ the fleet view heads with, the figures `compare` judges, its docs page.
 Each probe package holds one `declared.py` with `DECLARED = Declared(...)`; the registry loads it
 without importing the rest of the package, so `perfprobe --help` reads every probe's options in a
 few milliseconds. Light on purpose: this module imports only units.py (which imports errors.py).
-The CLI (cli.py) turns the options into typer options, the fleet (fleet/metrics.py,
+The CLI (cli/commands.py) turns the options into typer options, the fleet (fleet/metrics.py,
 render/html_fleet.py) reads the figures, tools/readme_rules.py the docs page.
 """
 
@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Literal
 
 from perfprobe.errors import UsageError
-from perfprobe.units import parse_count, parse_size, size_word
+from perfprobe.pure.units import parse_count, parse_size, size_word
 
 Kind = Literal["bytes", "count", "files", "dir"]
 """bytes: a size as typed (64K, 1G), an int; count: an int; files: a repeatable path, a tuple of

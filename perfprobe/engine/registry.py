@@ -19,10 +19,10 @@ import sys
 from types import ModuleType
 from typing import TYPE_CHECKING
 
-from perfprobe.declaration import Declared
+from perfprobe.engine.declaration import Declared
 
 if TYPE_CHECKING:
-    from perfprobe.probe import Probe
+    from perfprobe.engine.probe import Probe
 
 PROBE_MODULES: dict[str, str] = {
     "host": "perfprobe.probes.host",

@@ -1,4 +1,4 @@
-"""Thread placement (perfprobe/placement.py, cache plan_placement): which CPUs N threads get, read
+"""Thread placement (perfprobe/pure/cpu_order.py, cache plan_placement): which CPUs N threads get, read
 from captured hosts with SMT (../shared/fixtures/sysfs), and the pinning kernels on this host."""
 
 from __future__ import annotations
@@ -10,8 +10,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from perfprobe.host import read_host_facts
-from perfprobe.placement import cpu_cores, cpus_for, describe, physical_cores, placement_order, sweep_counts
 from perfprobe.probes.cache.plan import plan_placement
+from perfprobe.pure.cpu_order import cpu_cores, cpus_for, describe, physical_cores, placement_order, sweep_counts
 
 SMT_HOST = "16em64t-4s2c2t"      # 4 sockets x 2 cores x 2 threads
 SMT_OFFLINE = "16em64t-4s2c2t-offlines"
