@@ -47,6 +47,7 @@ def child(profile_out: Path, argv: list[str]) -> int:
     begun = time.perf_counter()
     sys.path.insert(0, str(ROOT))
     from perfprobe import cli
+    from perfprobe.cli import commands  # noqa: F401 - cli loads its commands lazily: count them here
 
     timings: dict[str, Any] = {"import_cli_s": time.perf_counter() - begun, "probes": {}}
     heavy = time.perf_counter()
@@ -146,6 +147,8 @@ def table(run: dict[str, Any]) -> list[str]:
              "| --- | ---: | ---: | ---: | ---: |",
              f"| import the CLI | | {profile.get('import_cli_s', 0):.2f} | | |",
              f"| import numba, numpy | | {profile.get('import_numba_s', 0):.2f} | | |"]
+    if not profile.get("probes") and run["argv"][:1] == ["healthcheck"]:
+        lines[0] += " (its probes run in a child process: only the wall time is profiled here)"
     for name, stages in (profile.get("probes") or {}).items():
         if not any(stages.values()):
             continue  # a probe that skipped at once (no GPU)
