@@ -142,27 +142,6 @@ def c_errno(typingctx):
     return types.int64(), codegen
 
 
-@intrinsic
-def load(typingctx, arr, idx):
-    """An atomic (seq_cst) load of int64 arr[idx]: never hoisted out of a loop."""
-    def codegen(context, builder, sig, args):
-        ary = context.make_array(sig.args[0])(context, builder, args[0])
-        ptr = cgutils.get_item_pointer(context, builder, sig.args[0], ary, [args[1]])
-        return builder.load_atomic(ptr, "seq_cst", 8)
-    return types.int64(arr, idx), codegen
-
-
-@intrinsic
-def store(typingctx, arr, idx, value):
-    """An atomic (seq_cst) store of value to int64 arr[idx]: the copy before it is visible first."""
-    def codegen(context, builder, sig, args):
-        ary = context.make_array(sig.args[0])(context, builder, args[0])
-        ptr = cgutils.get_item_pointer(context, builder, sig.args[0], ary, [args[1]])
-        builder.store_atomic(args[2], ptr, "seq_cst", 8)
-        return context.get_dummy_value()
-    return types.none(arr, idx, value), codegen
-
-
 @njit(cache=True, nogil=True)
 def _error(ret: int) -> int:
     """A positive errno, or EOF for a zero-length read."""
@@ -295,21 +274,8 @@ def copy(dst: int, src: int, n: int) -> None:
         c_memcpy(dst, src, n)
 
 
-@intrinsic
-def store_sc(typingctx, addr, value):
-    """An atomic seq_cst store to the int64 at addr (a wait flag: the re-read after it cannot pass it)."""
-    def codegen(context, builder, sig, args):
-        builder.store_atomic(args[1], builder.inttoptr(args[0], _I64.as_pointer()), "seq_cst", 8)
-        return context.get_dummy_value()
-    return types.none(types.int64, types.int64), codegen
-
-
-@intrinsic
-def load_sc(typingctx, addr):
-    """An atomic seq_cst load of the int64 at addr."""
-    def codegen(context, builder, sig, args):
-        return builder.load_atomic(builder.inttoptr(args[0], _I64.as_pointer()), "seq_cst", 8)
-    return types.int64(types.int64), codegen
+store_sc: Any = atomic_store64("seq_cst", "An atomic seq_cst store to the int64 at addr (a wait flag: the re-read after it cannot pass it).")
+load_sc: Any = atomic_load64("seq_cst", "An atomic seq_cst load of the int64 at addr.")
 
 
 # The ring kernels work on raw addresses (ints), never on arrays below the entry point: an array
