@@ -58,10 +58,13 @@ class ProbeOption:
     def ceiling(self) -> int:
         return self.maximum if self.maximum is not None else MAX_BYTES
 
+    def shown(self, value: int) -> str:
+        """`value` as the user would type it: a size word (64K, 1M) for a bytes option, else digits."""
+        return size_word(value) if self.kind == "bytes" else str(value)
+
     @property
     def help_text(self) -> str:
-        word = size_word if self.kind == "bytes" else str
-        return self.help.format(minimum=word(self.minimum), maximum=word(self.ceiling))
+        return self.help.format(minimum=self.shown(self.minimum), maximum=self.shown(self.ceiling))
 
     def parse(self, value: object) -> object:
         """What the user typed (as typer hands it over) -> the value for Knobs or RunConfig."""
@@ -81,11 +84,10 @@ class ProbeOption:
         """A value set from Python (RunConfig in tests, plan.check_knobs): UsageError when out of range."""
         if value is None or self.kind not in ("bytes", "count"):
             return
-        shown = size_word if self.kind == "bytes" else str
         if value < self.minimum:
-            raise UsageError(f"{self.flag} {value!r}: must be at least {shown(self.minimum)}")
+            raise UsageError(f"{self.flag} {value!r}: must be at least {self.shown(self.minimum)}")
         if value > self.ceiling:
-            raise UsageError(f"{self.flag} {value!r}: must be at most {shown(self.ceiling)}")
+            raise UsageError(f"{self.flag} {value!r}: must be at most {self.shown(self.ceiling)}")
         if self.power_of_two and value & (value - 1):
             raise UsageError(f"{self.flag} {value!r}: must be a power of two (e.g. 256, 512, 1K)")
 
