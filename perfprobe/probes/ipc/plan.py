@@ -88,7 +88,11 @@ def messages(size: int, settings: Settings, each_us: float | None = None) -> int
 def slot_stride(size: int) -> int:
     """Bytes per ring slot for `size`-byte messages: the message, then its 8-byte sequence word, in
     whole 64-byte lines (up to 56 B one line; 64 B two; 4 KiB 65), as bench/ipc_ref.c lays it out."""
-    return -(-(-(-size // 8) * 8 + 8) // 64) * 64
+    return _round_up(_round_up(size, 8) + 8, 64)
+
+
+def _round_up(n: int, unit: int) -> int:
+    return -(-n // unit) * unit
 
 
 def ring_layout(size: int) -> tuple[int, int]:
