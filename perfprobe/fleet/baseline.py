@@ -17,7 +17,7 @@ from perfprobe.fleet.facts import flat_facts
 from perfprobe.fleet.outliers import spread
 from perfprobe.fleet.peers import Fleet, Group
 from perfprobe.fleet.reports import BASELINE_KEY as KEY
-from perfprobe.fleet.reports import BASELINE_VERSION, numeric_metrics, verdicts
+from perfprobe.fleet.reports import BASELINE_VERSION, numeric_metrics, probe_of, verdicts
 from perfprobe.fleet.reports import is_baseline as is_baseline  # commands.py, health_command.py: bl.is_baseline
 from perfprobe.fleet.signature import differences, label, same_hardware, signature
 from perfprobe.host.identity import run_time_utc
@@ -76,15 +76,10 @@ def require_figures(data: Mapping[str, Any], probes: Sequence[str], source: str)
     else:
         held = [set(numeric_metrics(data))]
     for probe in (p for p in probes if p != "host"):
-        if not any(_probe_of(key) == probe for keys in held for key in keys):
+        if not any(probe_of(key) == probe for keys in held for key in keys):
             what = "a baseline" if is_baseline(data) else "a report"
             raise UsageError(f"{source}: {what} with no usable figure of {probe}; make it from runs of {probe} "
                              f"(fleet --baseline-out over `all --quick` reports), or leave {probe} out of --probes")
-
-
-def _probe_of(key: str) -> str:
-    """'cache' of 'cache:latency_ns.L1', 'pinned' of 'pinned[1]:pinned.h2d_gbs'."""
-    return key.split(":", 1)[0].split("[", 1)[0]
 
 
 def group_for(data: Mapping[str, Any], host: Mapping[str, Any], source: str) -> dict[str, Any]:

@@ -99,6 +99,7 @@ def _checked_within(names: list[str], config: RunConfig, base: dict[str, Any], p
     timings run in a child that the deadline stops (health_run.py), and a timing is confirmed by a
     re-measurement before it drains, if the deadline leaves time for one."""
     from perfprobe.fleet import healthcheck as hc
+    from perfprobe.fleet import reports
     from perfprobe.host import read_host_facts
 
     host = read_host_facts()
@@ -109,7 +110,7 @@ def _checked_within(names: list[str], config: RunConfig, base: dict[str, Any], p
     if first.report is None:
         return None, ahead + [str(first.problem)]
     found = hc.problems(first.report, group, rules)
-    slow = sorted({key.split(":")[0].split("[")[0] for key in hc.regressed_metrics(found)})
+    slow = sorted({reports.probe_of(key) for key in hc.regressed_metrics(found)})
     if slow:  # confirm a timing before draining on it: re-measure those probes once
         again = health_run.measure(["host", *[n for n in slow if n != "host"]], clock)
         if again.report is None:

@@ -185,6 +185,11 @@ def result_key(result: Mapping[str, Any]) -> str:
     return str(result.get("probe")) if device is None else f"{result.get('probe')}[{device}]"
 
 
+def probe_of(key: str) -> str:
+    """'cache' of 'cache:latency_ns.L1', 'pinned' of 'pinned[1]:pinned.h2d_gbs' (a metric key)."""
+    return key.split(":", 1)[0].split("[", 1)[0]
+
+
 def numeric_metrics(report: Mapping[str, Any]) -> dict[str, tuple[float, str]]:
     """{"cache:latency_ns.L1": (value, unit)} for every numeric metric of every result; a figure
     marked unstable is left out (judged by nobody: no outlier, no baseline value)."""
