@@ -70,9 +70,8 @@ def load(path: Path) -> Report:
     if kind is None:
         raise UsageError(f"report: {path}: not a perfprobe report, recording or host facts "
                          "(needs 'results', or 'host' and 'raw')")
-    if kind == "report" and data.get("schema_version") != SCHEMA_VERSION:
-        raise UsageError(f"report: {path}: schema version {data.get('schema_version')!r}; "
-                         f"this perfprobe reads {SCHEMA_VERSION}")
+    if kind == "report":
+        _check_version(data, path)  # before the schema: another version's report fails it for that reason
     problem = untrusted.problem(data, kind)
     if problem:
         raise UsageError(f"report: {path}: {problem}")
@@ -97,9 +96,7 @@ def _kind(data: Mapping[str, Any]) -> str | None:
 def report_from_dict(data: Mapping[str, Any], path: Path) -> Report:
     """A Report from the JSON shape of perfprobe/schema/report.schema.json (this perfprobe's schema
     version): metrics with their repeats (`stats`) and `unstable` mark, the run's `disturbance`."""
-    version = data.get("schema_version")
-    if version != SCHEMA_VERSION:
-        raise UsageError(f"report: {path}: schema version {version!r}; this perfprobe reads {SCHEMA_VERSION}")
+    _check_version(data, path)
     try:
         results = tuple(_result(r) for r in data["results"])
         return Report(perfprobe_version=str(data.get("perfprobe_version", "?")), host=dict(data.get("host") or {}),
@@ -107,6 +104,13 @@ def report_from_dict(data: Mapping[str, Any], path: Path) -> Report:
                       schema_version=SCHEMA_VERSION, disturbance=dict(data.get("disturbance") or {}))
     except (KeyError, TypeError, ValueError) as exc:
         raise UsageError(f"report: {path}: damaged report ({type(exc).__name__}: {exc})") from exc
+
+
+def _check_version(data: Mapping[str, Any], path: Path) -> None:
+    """UsageError (exit 2, one line) unless the report is of this perfprobe's schema version."""
+    version = data.get("schema_version")
+    if version != SCHEMA_VERSION:
+        raise UsageError(f"report: {path}: schema version {version!r}; this perfprobe reads {SCHEMA_VERSION}")
 
 
 def _result(r: Mapping[str, Any]) -> ProbeResult:
