@@ -158,11 +158,13 @@ def _parent_fds(session: Session, transport: str) -> tuple[int, int, bool, bool]
     return sock.fileno(), sock.fileno(), True, transport == "uds_seqpacket"
 
 
-def _run_kernel(session: Session, cmd: dict[str, Any], fd_kernel: Any, ring_kernel: Any, *args: Any) -> Any:
+def _run_kernel(session: Session, cmd: dict[str, Any], fd_kernel: Any, ring_kernel: Any, *args: Any,
+                ring_only: tuple[Any, ...] = ()) -> Any:
+    """The command's kernel: the ring's (with `ring_only` after `args`) or the file descriptors'."""
     if "mode" in cmd:
         deadline = time.monotonic_ns() + int(cmd["timeout_s"] * 1e9)
-        return ring_kernel(session.ctl, session.data, cmd["slots"], cmd["stride"], *args, cmd["mode"], session.efd_mine,
-                           session.efd_peer, session.scratch, deadline)
+        return ring_kernel(session.ctl, session.data, cmd["slots"], cmd["stride"], *args, *ring_only, cmd["mode"],
+                           session.efd_mine, session.efd_peer, session.scratch, deadline)
     wfd, rfd, sock, packet = _parent_fds(session, cmd["transport"])
     return fd_kernel(wfd, rfd, *args, sock, packet)
 
@@ -184,13 +186,7 @@ def _round_trips(session: Session, transport: str, size: int, count: int) -> tup
     cmd = _command(session, "echo", transport, size, samples * batch)
     buf, lat = np.zeros(size, dtype=np.uint8), np.zeros(samples, dtype=np.int64)
     start, wall = _thread_cpu_s(), time.monotonic_ns()
-    if "mode" in cmd:
-        deadline = time.monotonic_ns() + int(cmd["timeout_s"] * 1e9)
-        err = session.k.ring_pingpong(session.ctl, session.data, cmd["slots"], cmd["stride"], buf, lat, batch,
-                                      cmd["mode"], session.efd_mine, session.efd_peer, session.scratch, deadline)
-    else:
-        wfd, rfd, sock, packet = _parent_fds(session, transport)
-        err = session.k.fd_pingpong(wfd, rfd, buf, lat, sock, packet)
+    err = _run_kernel(session, cmd, session.k.fd_pingpong, session.k.ring_pingpong, buf, lat, ring_only=(batch,))
     wall_s, mine = (time.monotonic_ns() - wall) / 1e9, _thread_cpu_s() - start
     reply = session.finish(cmd["timeout_s"] + 5.0)
     _check(session, int(err), reply, f"{transport} ping-pong of {size} B")
