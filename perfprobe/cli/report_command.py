@@ -9,13 +9,15 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Annotated, Any, List, Mapping, Optional, Sequence
+from typing import TYPE_CHECKING, Annotated, Any, List, Mapping, Optional, Sequence
 
 import typer
 
 from perfprobe.engine.config import RunConfig
-from perfprobe.engine.model import SCHEMA_VERSION, Curve, Finding, Metric, ProbeResult, Report, Spread, Table, Verdict
 from perfprobe.errors import UsageError
+
+if TYPE_CHECKING:  # model.py is imported where a file is read, not at every start (perfprobe --help)
+    from perfprobe.engine.model import Metric, ProbeResult, Report, Spread
 
 
 def report(paths: Annotated[List[Path], typer.Argument(
@@ -96,6 +98,8 @@ def _kind(data: Mapping[str, Any]) -> str | None:
 def report_from_dict(data: Mapping[str, Any], path: Path) -> Report:
     """A Report from the JSON shape of perfprobe/schema/report.schema.json (this perfprobe's schema
     version): metrics with their repeats (`stats`) and `unstable` mark, the run's `disturbance`."""
+    from perfprobe.engine.model import SCHEMA_VERSION, Report
+
     _check_version(data, path)
     try:
         results = tuple(_result(r) for r in data["results"])
@@ -108,12 +112,16 @@ def report_from_dict(data: Mapping[str, Any], path: Path) -> Report:
 
 def _check_version(data: Mapping[str, Any], path: Path) -> None:
     """UsageError (exit 2, one line) unless the report is of this perfprobe's schema version."""
+    from perfprobe.engine.model import SCHEMA_VERSION
+
     version = data.get("schema_version")
     if version != SCHEMA_VERSION:
         raise UsageError(f"report: {path}: schema version {version!r}; this perfprobe reads {SCHEMA_VERSION}")
 
 
 def _result(r: Mapping[str, Any]) -> ProbeResult:
+    from perfprobe.engine.model import Curve, Finding, ProbeResult, Table, Verdict
+
     return ProbeResult(
         probe=str(r["probe"]), verdict=Verdict(r["verdict"]), summary=str(r.get("summary", "")),
         metrics={k: _metric(m) for k, m in (r.get("metrics") or {}).items()},
@@ -132,6 +140,8 @@ def _result(r: Mapping[str, Any]) -> ProbeResult:
 
 
 def _metric(m: Mapping[str, Any]) -> Metric:
+    from perfprobe.engine.model import Metric
+
     unstable = m.get("unstable")
     return Metric(m.get("value"), str(m.get("unit", "")), spread=_spread(m.get("stats")),
                   unstable=str(unstable) if unstable else None)
@@ -146,6 +156,7 @@ def _spread(stats: Any) -> Spread | None:
         raise TypeError(f"stats is {type(stats).__name__}, not an object")
     if any(stats.get(key) is None for key in ("n", "median", "min", "max")):
         return None
+    from perfprobe.engine.model import Spread
 
     def optional(key: str) -> float | None:
         value = stats.get(key)
