@@ -280,3 +280,10 @@ def test_a_cpu_quota_below_the_threads_is_named(quota: float | None, noted: bool
     said = [f for f in result.findings if "CPU quota" in f.message]
     assert bool(said) is noted and all(f.verdict is Verdict.PASS for f in said)
     assert result.verdict is judge(raw, {**host, "cgroup": {}}).verdict
+
+
+def test_a_sweep_figure_left_out_shifts_no_other_into_its_row() -> None:
+    raw, host = _load("cache_epyc2c_quick.json")
+    raw["sweep"]["read_gbs"][0]["median"] = 0.0   # no figure at 1 thread: 2 threads' stays on its own row
+    rows = next(t for t in judge(raw, host).tables if t.title.startswith("DRAM bandwidth against threads")).rows
+    assert [(row[0], row[2]) for row in rows] == [(1, None), (2, round(raw["sweep"]["read_gbs"][1]["median"], 1))]

@@ -123,18 +123,18 @@ def _cpus(stat: SweepStat) -> str:
 def sweep_table(fig: CacheFigures) -> Table | None:
     """The DRAM thread sweep, one row per thread count: its CPUs, read and triad GB/s, and the
     share of the best."""
-    read, triad = sweep_points(fig.raw, "read_gbs"), sweep_points(fig.raw, "triad_gbs")
+    read, triad = dict(sweep_points(fig.raw, "read_gbs")), dict(sweep_points(fig.raw, "triad_gbs"))
     if not read and not triad:
         return None
     sweep = fig.raw["sweep"]
-    best = {k: max((g for _, g in p), default=0.0) for k, p in (("read", read), ("triad", triad))}
+    best = {"read": max(read.values(), default=0.0), "triad": max(triad.values(), default=0.0)}
+    placed = sweep.get("read_gbs") or []   # side by side with threads, as measured
     rows: list[tuple[Cell, ...]] = []
-    for i, n in enumerate(sweep["threads"]):
-        r = read[i][1] if i < len(read) else None
-        t = triad[i][1] if i < len(triad) else None
+    for i, n in enumerate(sweep["threads"]):   # by count: a figure left out shifts no other into its row
+        r, t = read.get(n), triad.get(n)
         share = f"{r / best['read']:.0%} / {t / best['triad']:.0%}" if r and t else None
-        rows.append((n, _cpus(sweep["read_gbs"][i]), round(r, 1) if r else None,
-                     round(t, 1) if t else None, share))
+        cpus = _cpus(placed[i]) if i < len(placed) and placed[i] else ""
+        rows.append((n, cpus, round(r, 1) if r else None, round(t, 1) if t else None, share))
     return Table(f"DRAM bandwidth against threads (one a physical core, {format_bytes(sweep['bytes'])} "
                  "placed by each count's own threads)",
                  ("threads", "CPUs", "read GB/s", "triad GB/s", "of best (read / triad)"), tuple(rows))
