@@ -87,10 +87,10 @@ def test_a_gpu_minimum_size_is_written_once(name: str) -> None:
     if hasattr(plan, "MIN_SIZE"):
         assert plan.MIN_SIZE == size.minimum
     check = load_probe(name).check_knobs
-    if check is not None:
-        check(RunConfig(options=Knobs(size=size.minimum)), {})
-        with pytest.raises(UsageError, match="must be at least"):
-            check(RunConfig(options=Knobs(size=size.minimum - 1)), {})
+    assert check is not None
+    check(RunConfig(options=Knobs(size=size.minimum)), {})
+    with pytest.raises(UsageError, match="must be at least"):
+        check(RunConfig(options=Knobs(size=size.minimum - 1)), {})
 
 
 def test_an_option_checks_its_range_and_fills_its_help() -> None:

@@ -10,12 +10,13 @@ from __future__ import annotations
 
 from typing import Any, Mapping
 
+from perfprobe.engine.config import RunConfig
 from perfprobe.engine.model import Assessment
 from perfprobe.engine.probe import Gpu, Probe
 from perfprobe.engine.stability import NotBelow, Relation
 from perfprobe.host.facts import Facts
 from perfprobe.probes.uvm import rules, tables
-from perfprobe.probes.uvm.declared import DECLARED
+from perfprobe.probes.uvm.declared import DECLARED, SIZE
 from perfprobe.probes.uvm.figures import TO_GPU, TO_HOST, typed
 
 SPREAD_BOUND = 0.20
@@ -40,6 +41,12 @@ RELATIONS: tuple[Relation, ...] = (
 )
 
 
+def check_knobs(config: RunConfig, host: Facts) -> None:
+    """--size under 1 MiB is exit 2 before anything runs, as the CLI says it, not a skip for want of
+    memory at measure time (plan.choose_size): the range is the declared one (declared.py)."""
+    SIZE.check(config.options.size)
+
+
 def judge(recorded: Mapping[str, Any], host: Facts) -> Assessment:
     """The recorded numbers and host facts → a table per direction, metrics, findings with advice."""
     raw = typed(recorded)
@@ -50,4 +57,4 @@ def judge(recorded: Mapping[str, Any], host: Facts) -> Assessment:
 
 PROBE = Probe(name=DECLARED.name, title="Unified memory: on-demand migration, prefetch, advice, zero-copy",
               judge=judge, measure_module="perfprobe.probes.uvm.measure", requires=(Gpu(),),
-              relations=RELATIONS, spread_bound=SPREAD_BOUND)
+              check_knobs=check_knobs, relations=RELATIONS, spread_bound=SPREAD_BOUND)
