@@ -187,3 +187,13 @@ def test_a_cpu_quota_below_two_cpus_is_named(quota: float | None, noted: bool) -
     host["cgroup"] = {} if quota is None else {"cpu_quota_cpus": quota}
     said = [f for f in judge(raw, host).findings if "CPU quota" in f.message]
     assert bool(said) is noted and all(f.verdict is Verdict.PASS for f in said)
+
+
+def test_a_ring_timed_several_round_trips_a_sample_has_no_p99() -> None:
+    """The spinning ring's samples are means of 16 round trips: their tail is no round trip's tail,
+    so no p99 is reported for it; the sockets, timed one round trip a sample, keep theirs."""
+    raw, host = _load(DATA / "ipc_kvm2c_quick_slot.json")
+    assert raw["runs"][raw["main"]]["shm_spin"]["64B"]["pingpong"]["batch"] > 1
+    metrics = judge(raw, host).metrics
+    assert "rtt_p99_us.shm_spin.64B" not in metrics and "rtt_us.shm_spin.64B" in metrics
+    assert metrics["rtt_p99_us.uds.64B"].value is not None

@@ -16,7 +16,8 @@ MEET_RATIO = 1.1   # the ring and the socket "meet" where the ring is no longer 
 
 
 class RoundTrips(Stat, total=False):
-    """One ping-pong's round trips (µs, one sample a message) and their 99th percentile."""
+    """One ping-pong's round trips (µs; a sample is `batch` round trips' mean) and the samples'
+    99th percentile."""
 
     p99: float
 
@@ -115,6 +116,16 @@ def rtt_us(raw: Raw, transport: str, size: int = SMALL, placement: Optional[str]
     """Median (or p99, min, max) round trip in µs; None when not measured."""
     e = entry(raw, transport, size, placement)
     return float(e["pingpong"]["rtt_us"][stat]) if e else None
+
+
+def rtt_p99_us(raw: Raw, transport: str, size: int = SMALL, placement: Optional[str] = None) -> Optional[float]:
+    """The 99th percentile of single round trips in µs; None where not measured, or where a sample
+    was the mean of several round trips (the spinning ring, timed 16 at a time): a tail of means is
+    no round trip's tail."""
+    e = entry(raw, transport, size, placement)
+    if not e or int(e["pingpong"].get("batch", 1)) > 1:
+        return None
+    return float(e["pingpong"]["rtt_us"]["p99"])
 
 
 def stream_stat(raw: Raw, transport: str, size: int, what: str) -> Optional[Stat]:

@@ -18,7 +18,8 @@ def _r(value: float | None, digits: int = 3) -> float | None:
 
 def metrics(raw: Raw, host: Facts) -> dict[str, Metric]:
     """Round trips and streams carry their statistics; a p99 is a tail of the same round trips and
-    stays bare, so it is judged once, through its median."""
+    stays bare, so it is judged once, through its median. Where a sample is the mean of several
+    round trips (the spinning ring) there is no per-round-trip tail, and no p99."""
     out: dict[str, Metric] = {}
     for t in f.transports(raw):
         for size in f.sizes(raw):
@@ -26,7 +27,8 @@ def metrics(raw: Raw, host: Facts) -> dict[str, Metric]:
             if f.entry(raw, t, size) is None:
                 continue
             out[f"rtt_us.{t}.{label}"] = stats.metric(f.rtt_stat(raw, t, size), "µs", 3)
-            out[f"rtt_p99_us.{t}.{label}"] = Metric(_r(f.rtt_us(raw, t, size, stat="p99")), "µs")
+            if (p99 := f.rtt_p99_us(raw, t, size)) is not None:
+                out[f"rtt_p99_us.{t}.{label}"] = Metric(_r(p99), "µs")
             if f.stream(raw, t, size, "msgs_per_s") is not None:
                 out[f"msgs_per_s.{t}.{label}"] = stats.metric(f.stream_stat(raw, t, size, "msgs_per_s"), "msgs/s", 0)
                 out[f"gbs.{t}.{label}"] = stats.metric(f.stream_stat(raw, t, size, "gbs"), "GB/s", 4)
@@ -53,14 +55,16 @@ def metrics(raw: Raw, host: Facts) -> dict[str, Metric]:
 
 
 def _cell(raw: Raw, t: str, size: int) -> str:
-    median, p99 = f.rtt_us(raw, t, size), f.rtt_us(raw, t, size, stat="p99")
-    return "-" if median is None or p99 is None else f"{median:.2f} ({p99:.0f})"
+    median, p99 = f.rtt_us(raw, t, size), f.rtt_p99_us(raw, t, size)
+    if median is None:
+        return "-"
+    return f"{median:.2f}" if p99 is None else f"{median:.2f} ({p99:.0f})"
 
 
 def tables(raw: Raw) -> tuple[Table, ...]:
     sizes = f.sizes(raw)
     labels = tuple(size_label(s) for s in sizes)
-    rtt = Table(f"round trip, µs: median (p99), on {f.main(raw)}", ("transport",) + labels,
+    rtt = Table(f"round trip, µs: median (p99 of single round trips), on {f.main(raw)}", ("transport",) + labels,
                 tuple((t,) + tuple(_cell(raw, t, s) for s in sizes) for t in f.transports(raw)))
     gbs = Table(f"one-way stream on {f.main(raw)}: GB/s (messages/s at 64 B)", ("transport",) + labels,
                 tuple((t,) + tuple(_stream_cell(raw, t, s) for s in sizes) for t in f.transports(raw)))
