@@ -10,8 +10,9 @@ from __future__ import annotations
 
 import re
 from fnmatch import fnmatchcase
+from functools import lru_cache
 
-from perfprobe.engine.registry import declarations
+from perfprobe.engine.registry import PROBE_MODULES, declarations
 
 HIGHER_UNITS = {"GB/s", "GiB/s", "MB/s", "Gops/s", "ops/s", "msg/s"}
 LOWER_UNITS = {"ns", "us", "µs", "ms", "s", "ms/GiB", "ns/op"}
@@ -24,19 +25,28 @@ def key_metrics() -> tuple[str, ...]:
     and the health check drains on (the rest is judged by `compare --all`), as each registered
     probe declares them (Declared.key_figures in its declared.py). Each keeps at least five repeats
     in --quick (their docs pages say so), enough for a Mann-Whitney test to reach significance."""
-    return tuple(f"{d.name}:{pattern}" for d in declarations() for pattern in d.key_figures or ())
+    return _declared(tuple(PROBE_MODULES.items()))[0]
 
 
 def known_probes() -> set[str]:
     """Probes that declare their key figures (none, for some): a probe that declares none
     (key_figures=None), or one no registry here knows, has its every rate and timing taken for a
     key figure."""
-    return {d.name for d in declarations() if d.key_figures is not None}
+    return set(_declared(tuple(PROBE_MODULES.items()))[1])
+
+
+@lru_cache(maxsize=4)
+def _declared(registered: tuple[tuple[str, str], ...]) -> tuple[tuple[str, ...], frozenset[str]]:
+    """(key_metrics, known_probes) of one state of the registry: read once per state, not at every
+    is_key (a fleet asks it for every figure of every host)."""
+    found = declarations()
+    return (tuple(f"{d.name}:{pattern}" for d in found for pattern in d.key_figures or ()),
+            frozenset(d.name for d in found if d.key_figures is not None))
 
 
 KEY_METRICS = key_metrics()
 """The registered probes' key figures when this module was imported (the health check's default
-policy); is_key asks the registry each time, so a probe registered later counts too."""
+policy); is_key reads the registry as it is, so a probe registered later counts too."""
 _DEVICE = re.compile(r"\[\d+\]:")
 
 
@@ -64,6 +74,7 @@ def is_key(key: str, unit: str, patterns: tuple[str, ...] | None = None) -> bool
     """A key figure: one of `patterns` when given; else one a probe declares (key_metrics), or any
     rate or timing of a probe that declares none (known_probes)."""
     name = generic(key)
-    if any(fnmatchcase(name, p) for p in (patterns or key_metrics())):
+    declared, known = _declared(tuple(PROBE_MODULES.items()))
+    if any(fnmatchcase(name, p) for p in (patterns or declared)):
         return True
-    return patterns is None and name.split(":")[0] not in known_probes() and better(key, unit) is not None
+    return patterns is None and name.split(":")[0] not in known and better(key, unit) is not None
