@@ -18,6 +18,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from perfprobe.host.facts import memory_limit
 from perfprobe.host.sysroot import SysRoot
 
 UNLIMITED_FROM = 1 << 62
@@ -192,14 +193,14 @@ def memory_room_now() -> tuple[int, int] | None:
     """(bytes this process's memory cgroup has left now, its limit), read live; None without a limit."""
     sr = SysRoot(None)
     facts = _memory(sr, hierarchy(sr, "memory"))
-    limits = [v for v in (facts["memory_max_bytes"], facts["memory_high_bytes"]) if v]
-    if not limits:
+    limit = memory_limit({"cgroup": facts})
+    if limit is None:
         return None
-    limit = min(limits)
     return max(0, limit - int(facts["memory_current_bytes"] or 0)), limit
 
 
 def throttling_now() -> dict[str, int | None]:
     """The live throttling counters of the group whose quota binds this process (as read_cgroup)."""
-    cpu = _cpu(SysRoot(None), hierarchy(SysRoot(None), "cpu"))
+    sr = SysRoot(None)
+    cpu = _cpu(sr, hierarchy(sr, "cpu"))
     return {k: cpu[k] for k in ("nr_periods", "nr_throttled", "throttled_usec")}
