@@ -10,14 +10,14 @@ from __future__ import annotations
 
 from typing import Any, Mapping
 
-from perfprobe.engine.config import RunConfig
 from perfprobe.engine.model import Assessment
 from perfprobe.engine.probe import Gpu, Probe
 from perfprobe.engine.stability import NotBelow, Relation
 from perfprobe.host.facts import Facts
 from perfprobe.probes.uvm import rules, tables
-from perfprobe.probes.uvm.declared import DECLARED, SIZE
+from perfprobe.probes.uvm.declared import DECLARED
 from perfprobe.probes.uvm.figures import TO_GPU, TO_HOST, typed
+from perfprobe.probes.uvm.plan import check_knobs
 
 SPREAD_BOUND = 0.20
 """uvm's repeats are wider than the 0.10 default: page-fault migration (managed_on_demand, advice
@@ -39,12 +39,6 @@ RELATIONS: tuple[Relation, ...] = (
     NotBelow("time_ms.{}_passes", "time_ms.{}", SAME_WORK_NOISE,
              "several kernel passes faster than one", each=("explicit_copy", "zero_copy")),
 )
-
-
-def check_knobs(config: RunConfig, host: Facts) -> None:
-    """--size under 1 MiB is exit 2 before anything runs, as the CLI says it, not a skip for want of
-    memory at measure time (plan.choose_size): the range is the declared one (declared.py)."""
-    SIZE.check(config.options.size)
 
 
 def judge(recorded: Mapping[str, Any], host: Facts) -> Assessment:

@@ -5,8 +5,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from perfprobe.engine.config import Knobs, Presets
+from perfprobe.engine.config import Knobs, Presets, RunConfig
 from perfprobe.errors import ProbeSkipped
+from perfprobe.host.facts import Facts
+from perfprobe.probes.uvm.declared import SIZE
 from perfprobe.system.budget import MemoryBudget
 
 DEFAULT_SIZE = 4 << 30
@@ -65,6 +67,12 @@ def counts(knobs: Knobs, preset: Preset) -> Counts:
 def path_names(function: str) -> tuple[str, ...]:
     """The paths one path function times (itself, or its group's)."""
     return GROUPS.get(function, (function,))
+
+
+def check_knobs(config: RunConfig, host: Facts) -> None:
+    """--size under 1 MiB is exit 2 before anything runs, as the CLI says it, not a skip for want of
+    memory at measure time (choose_size)."""
+    SIZE.check(config.options.size)  # the range the CLI checks too, declared once (declared.py)
 
 
 def choose_size(requested: int | None, preset: Preset, device: MemoryBudget,
