@@ -21,12 +21,14 @@ import typer
 
 from perfprobe.engine.config import RunConfig
 from perfprobe.errors import UsageError
-from perfprobe.fleet import health_run
-from perfprobe.fleet.health_run import DEFAULT_DEADLINE_S
 from perfprobe.pure.units import parse_ratio
 
 DEFAULT_PROBES = "host,cache"
 DEFAULT_STATE = Path("/var/tmp/perfprobe-healthcheck")
+DEFAULT_DEADLINE_S = 40.0
+"""--deadline's default: well under Slurm's 60 s HealthCheckProgram limit, confirmation included:
+a healthy 2-CPU guest answers in about 5 s, the 16-CPU H200 guest in about 8 s (README: healthcheck).
+Here, not in health_run.py, so that `perfprobe --help` imports no subprocess machinery."""
 MODES = ("health", "prolog")
 
 
@@ -55,6 +57,7 @@ def healthcheck(
             "Slurm kills a health check at 60 s): a measurement still running then is stopped and the node "
             "drained as slow."))] = DEFAULT_DEADLINE_S) -> None:
     """Slurm health check: measure quickly, judge against a baseline, drain or resume this node."""
+    from perfprobe.fleet import health_run
     from perfprobe.fleet import healthcheck as hc
     from perfprobe.render import outputs
 
@@ -98,8 +101,8 @@ def _checked_within(names: list[str], config: RunConfig, base: dict[str, Any], p
     drains without timing the node, so a node made slow by it answers at once with the reason; the
     timings run in a child that the deadline stops (health_run.py), and a timing is confirmed by a
     re-measurement before it drains, if the deadline leaves time for one."""
+    from perfprobe.fleet import health_run, reports
     from perfprobe.fleet import healthcheck as hc
-    from perfprobe.fleet import reports
     from perfprobe.host import read_host_facts
 
     host = read_host_facts()

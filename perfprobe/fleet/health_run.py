@@ -21,9 +21,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Sequence
 
-DEFAULT_DEADLINE_S = 40.0
-"""Well under Slurm's 60 s HealthCheckProgram limit, confirmation included: a healthy 2-CPU guest
-answers in about 5 s, the 16-CPU H200 guest in about 8 s (README: healthcheck)."""
 ACT_RESERVE_S = 4.0
 """Left after the measurement for scontrol's `show node` and `update` (each answers in well under
 a second against a live slurmctld)."""
