@@ -158,13 +158,12 @@ def schema_problem(data: Any, name: str) -> str | None:
 
 
 def figure_problem(data: Any, schema: str) -> str | None:
-    """The first figure that is not finite, or negative where its unit cannot be; None when all hold."""
+    """The first figure negative where its unit cannot be; None when all hold (that every number of
+    a report or baseline is finite, `problem` has already checked with nonfinite_problem)."""
     figures = _report_figures(data) if schema == "report" else _baseline_figures(data) if schema == "baseline" else ()
     for where, unit, value in figures:
         if isinstance(value, bool) or not isinstance(value, (int, float)):
             continue  # the schema has already said what a value must be
-        if not math.isfinite(value):
-            return f"at {where}: {value} is not a finite number"
         if value < 0 and unit in NON_NEGATIVE_UNITS:
             return f"at {where}: {value:g} {unit} is negative, which no measurement in {unit} can be"
     return None
