@@ -151,8 +151,8 @@ def test_pair_costs_count_a_block_as_two_loads_in_every_figure() -> None:
         assert cost["min"] == pytest.approx(min(cost["samples"]), rel=1e-5)
 
 
-def test_a_dram_latency_confirmation_times_that_point_alone_again() -> None:
-    from perfprobe.probes.cache.measure import dram_point_again
+def test_a_dram_latency_confirmation_times_that_point_alone_again_over_trial_buffers() -> None:
+    from perfprobe.probes.cache.measure import dram_latency_trials
     from perfprobe.probes.cache.plan import Plan
     from perfprobe.probes.cache.timing import Timing
 
@@ -161,9 +161,26 @@ def test_a_dram_latency_confirmation_times_that_point_alone_again() -> None:
                 llc_bytes=16 << 10, llc_reported=True, l1_bytes=16 << 10, dram_bytes=32 << 10)
     curve = {"sizes_bytes": [4096, 32 << 10, 64 << 10],
              "latency_ns": [{"median": 1.0}, {"median": 999.0}, {"median": 2.0}]}
-    buf = np.zeros((64 << 10) // 8, dtype=np.uint64)
-    again = dram_point_again(k, buf, plan, Timing(0.0005, 3), curve)
+    again = dram_latency_trials(k, plan, Timing(0.0005, 3), False, curve, trials=4)
     assert again["latency_ns"][0] == {"median": 1.0} and again["latency_ns"][2] == {"median": 2.0}
     timed = again["latency_ns"][1]
-    assert timed["repeats"] == 3 and 0 < timed["median"] < 999.0
+    assert timed["repeats"] == 4 and timed["trials"] is True and len(timed["samples"]) == 4
+    assert timed["repeats_per_trial"] == 3 and 0 < timed["median"] < 999.0
     assert curve["latency_ns"][1] == {"median": 999.0}  # the first measurement is left as it was
+
+
+def test_dram_read_over_trial_buffers_has_one_sample_a_buffer_on_one_and_all_threads() -> None:
+    import os
+
+    from perfprobe.kernels import placement as kp
+    from perfprobe.probes.cache.timing import Timing
+    from perfprobe.probes.cache.trials import held_buffers, read_trials
+
+    cpus = sorted(os.sched_getaffinity(0))[:2]
+    with kp.pinned_pool(), held_buffers(4, 1 << 20, False) as held:
+        read = read_trials(k, held, 1 << 20, cpus, Timing(0.0005, 3))
+        del held
+    for threads in ("1t", "all"):
+        assert read[threads]["trials"] is True and len(read[threads]["samples"]) == 4
+        assert read[threads]["median"] > 0
+    assert read["all"]["cpus"] and read["bytes_1t"] == 1 << 20

@@ -114,3 +114,37 @@ def test_repeats_that_spread_wide_widen_the_band():
     change = compare.judge("cache:latency_ns.L3", run3, run1)
     assert change.p_value is not None and change.p_value < compare.ALPHA  # the U test alone would call it
     assert change.band > 0.13 and change.kind == "no significant change"
+
+
+# DRAM latency over five trial buffers each, two quick runs of the 2-vCPU Xeon guest (2026-12-02, 03:57 UTC)
+TRIALS_D1 = (261.819, 233.47, 274.656, 265.918, 278.322)
+TRIALS_D3 = (252.388, 265.736, 260.6, 283.415, 292.492)
+
+
+def test_trials_of_two_runs_of_one_host_are_no_significant_change():
+    base = Figure(265.92, "ns", TRIALS_D1, trials=True)
+    new = Figure(265.74, "ns", TRIALS_D3, trials=True)
+    assert compare.judge("cache:latency_ns.DRAM", base, new).kind == "no significant change"
+
+
+def test_trials_judge_the_median_by_its_standard_error():
+    base = Figure(265.92, "ns", TRIALS_D1, trials=True)
+    slowed = Figure(265.74 * 1.2, "ns", tuple(v * 1.2 for v in TRIALS_D3), trials=True)
+    as_trials = compare.judge("cache:latency_ns.DRAM", base, slowed)
+    # MADs of 3.3% and 5.0%: three standard errors of the difference of the medians, 15.0%
+    assert as_trials.kind == "regression" and as_trials.band == pytest.approx(0.1496, abs=0.001)
+    # the same samples taken as repeats over one buffer: their whole spread is the band
+    as_repeats = compare.judge("cache:latency_ns.DRAM", Figure(265.92, "ns", TRIALS_D1),
+                               Figure(265.74 * 1.2, "ns", slowed.samples))
+    assert as_repeats.band > 0.25 and as_repeats.kind == "no significant change"
+
+
+def test_report_reference_and_baselines_keep_the_trials_mark():
+    stats = {"n": 5, "median": 265.92, "min": 233.47, "max": 278.322, "samples": list(TRIALS_D1), "trials": True}
+    report = {"results": [{"probe": "cache", "device": None, "metrics": {
+        "latency_ns.DRAM": {"value": 265.92, "unit": "ns", "stats": stats}}}]}
+    assert compare.report_reference(report)["cache:latency_ns.DRAM"].trials
+    from perfprobe.fleet.baseline import reference
+    group = {"metrics": {"cache:latency_ns.DRAM": {"median": 265.9, "mad": 1.0, "unit": "ns",
+                                                   "samples": list(TRIALS_D1), "trials": True}}}
+    assert reference(group)["cache:latency_ns.DRAM"].trials

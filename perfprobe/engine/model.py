@@ -57,6 +57,8 @@ class Spread:
     mad: float | None = None
     iqr: float | None = None
     samples: tuple[float, ...] = ()
+    trials: bool = False
+    """Each sample is an independent trial (a buffer of its own), not a repeat over one buffer."""
 
     @property
     def relative_mad(self) -> float | None:

@@ -36,6 +36,7 @@ def _group(group: Group) -> dict[str, Any]:
     left_out = {(o.host, o.metric) for o in group.outliers}
     values: dict[str, list[float]] = {}
     pooled: dict[str, list[float]] = {}
+    trials: dict[str, bool] = {}
     units: dict[str, str] = {}
     for host, report in group.reports.items():
         figures = report_reference(report)
@@ -43,12 +44,14 @@ def _group(group: Group) -> dict[str, Any]:
             if (host, key) not in left_out:
                 values.setdefault(key, []).append(value)
                 pooled.setdefault(key, []).extend(figures[key].samples if key in figures else ())
+                trials[key] = trials.get(key, True) and key in figures and figures[key].trials
                 units[key] = unit
     stats = {key: spread(vals) for key, vals in sorted(values.items())}
     return {
         "label": group.label, "signature": group.signature, "hosts": list(group.hosts),
         "metrics": {key: {"median": s.median, "mad": s.mad, "n": s.n, "unit": units[key],
-                          "values": sorted(values[key]), "samples": thinned(sorted(pooled[key]), POOLED)}
+                          "values": sorted(values[key]), "samples": thinned(sorted(pooled[key]), POOLED),
+                          **({"trials": True} if trials.get(key) else {})}
                     for key, s in stats.items()},
         "facts": _majority([flat_facts(r.get("host") or {}) for r in group.reports.values()]),
         "verdicts": _majority([verdicts(r) for r in group.reports.values()]),
@@ -103,5 +106,5 @@ def reference(group: Mapping[str, Any]) -> dict[str, Figure]:
     MAD across hosts as the spread."""
     return {key: Figure(float(v["median"]), str(v.get("unit", "")),
                         tuple(float(x) for x in v.get("samples") or v.get("values") or ()),
-                        float(v.get("mad") or 0.0))
+                        float(v.get("mad") or 0.0), trials=v.get("trials") is True)
             for key, v in (group.get("metrics") or {}).items()}

@@ -5,8 +5,10 @@ The test is Mann–Whitney U (scipy.stats.mannwhitneyu, two-sided), on the repea
 per timed figure (`stats.samples`), as Go's benchstat and google-benchmark's compare.py do; against
 a baseline, the baseline hosts' repeats pooled are the base's samples. The smallest change that
 counts is the larger of `threshold` (10% by default) and three sigmas of the two sides' measured
-noise: each side's samples' MAD over their median (1.4826 MAD ≈ one sigma), and a baseline's MAD
-across hosts, added in quadrature — measured, never a band set by hand. A U test alone calls a
+noise: each side's samples' MAD over their median (1.4826 MAD ≈ one sigma) — for samples that are
+independent trials (`stats.trials`: the cache probe's DRAM figures, one buffer each), the median's
+standard error instead — and a baseline's MAD across hosts, added in quadrature — measured, never a
+band set by hand. A U test alone calls a
 shift that is real within two runs but not between them (two runs of one shared H200 guest: L3
 latency 42 then 37 ns, each run's five repeats within 2–4%): the band keeps a figure whose repeats
 spread wide from being judged to a precision its repeats do not have. A figure
@@ -35,6 +37,8 @@ MIN_SAMPLES = 4
 """Fewer samples a side than this cannot reach ALPHA (3 against 3: the smallest two-sided p is 0.1)."""
 SPREADS = 3.0
 MAD_TO_SIGMA = 1.4826
+MEDIAN_SE = math.sqrt(math.pi / 2)
+"""A median's standard error over the mean's, for normal samples (√(π/2) ≈ 1.2533)."""
 
 
 ONE_RUN_NOTE = ("BASE is one run: its repeats show the noise within a run, not between runs, and a "
@@ -55,6 +59,8 @@ class Figure:
     samples: tuple[float, ...] = ()
     spread: float = 0.0
     unstable: str | None = None
+    trials: bool = False
+    """The samples are independent trials (stats.trials): the median is judged by its standard error."""
 
 
 Reference = Mapping[str, Figure]
@@ -108,7 +114,8 @@ def report_reference(report: Mapping[str, Any]) -> dict[str, Figure]:
                                 if isinstance(s, (int, float)) and not isinstance(s, bool) and math.isfinite(s))
                 unstable = metric.get("unstable")
                 out[f"{result_key(result)}:{name}"] = Figure(float(value), str(metric.get("unit", "")), samples,
-                                                             unstable=str(unstable) if unstable else None)
+                                                             unstable=str(unstable) if unstable else None,
+                                                             trials=stats.get("trials") is True)
     return out
 
 
@@ -139,8 +146,7 @@ def judge(key: str, base: Figure, new: Figure, threshold: float = THRESHOLD, adv
     """One figure: same, changed (no better direction), unstable, untested (too few samples), no
     significant change, or a regression / improvement (significant and beyond the band)."""
     b, n = base.value, new.value
-    noise = math.sqrt(_relative_mad(base.samples) ** 2 + _relative_mad(new.samples) ** 2
-                      + _relative(base.spread, b) ** 2)
+    noise = math.sqrt(_side_noise(base) ** 2 + _side_noise(new) ** 2 + _relative(base.spread, b) ** 2)
     band = max(threshold, SPREADS * MAD_TO_SIGMA * noise)
     ratio = n / b if b else None
     counts = (len(base.samples), len(new.samples))
@@ -189,6 +195,17 @@ def probe_advice(report: Mapping[str, Any]) -> dict[str, str]:
 
 def _not_called(change: Change) -> Change:
     return replace(change, kind="not called (disturbed run)", advice="")
+
+
+def _side_noise(figure: Figure) -> float:
+    """One side's relative noise, in MADs over the median: its samples' whole spread for repeats
+    over one buffer (they agree more closely than runs do: the band must not judge the median finer
+    than that), the median's standard error for independent trials (√(π/2)·σ/√n, σ ≈ 1.4826 MAD:
+    each trial already shows what another run may read)."""
+    relative = _relative_mad(figure.samples)
+    if figure.trials and len(figure.samples) >= MIN_SAMPLES:
+        return relative * MEDIAN_SE / math.sqrt(len(figure.samples))
+    return relative
 
 
 def _relative_mad(samples: Sequence[float]) -> float:

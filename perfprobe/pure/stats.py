@@ -28,17 +28,21 @@ class Stat(TypedDict, total=False):
     mad: float
     repeats: int
     samples: list[float]
+    trials: bool
+    """The samples are independent trials (one per buffer held at once, probes/cache/trials.py),
+    not repeats over one: compare judges such a median by its standard error."""
 
 
-def summarize(samples: Sequence[float]) -> Stat:
-    """Median, min, max, interquartile range, median absolute deviation, count and the samples."""
+def summarize(samples: Sequence[float], trials: bool = False) -> Stat:
+    """Median, min, max, interquartile range, median absolute deviation, count and the samples
+    (`trials`: each sample is an independent trial, said in the summary)."""
     if not samples:
         raise ValueError("summarize() needs at least one sample")
     values = [float(s) for s in samples]
     ordered = sorted(values)
     median = statistics.median(ordered)
     kept = values if len(values) <= MAX_SAMPLES else thinned(ordered, MAX_SAMPLES)
-    return {
+    out: Stat = {
         "median": median,
         "min": ordered[0],
         "max": ordered[-1],
@@ -47,6 +51,9 @@ def summarize(samples: Sequence[float]) -> Stat:
         "repeats": len(ordered),
         "samples": [float(f"{v:.6g}") for v in kept],
     }
+    if trials:
+        out["trials"] = True
+    return out
 
 
 def thinned(ordered: Sequence[float], most: int) -> list[float]:
@@ -72,7 +79,8 @@ def spread_of(summary: Mapping[str, Any], scale: float = 1.0) -> Spread | None:
     return Spread(n=int(summary.get("repeats") or len(samples) or 1), median=median,
                   min=min(low, high), max=max(low, high),
                   mad=None if mad is None else abs(float(mad) * scale),
-                  iqr=None if iqr is None else abs(float(iqr) * scale), samples=samples)
+                  iqr=None if iqr is None else abs(float(iqr) * scale), samples=samples,
+                  trials=summary.get("trials") is True)
 
 
 def rate_stat(time: Mapping[str, Any], rate: Callable[[float], float], median: float) -> Stat:

@@ -61,6 +61,8 @@ def _metric(metric: Metric) -> dict[str, Any]:
                                "mad": None if s.mad is None else _sig(s.mad),
                                "iqr": None if s.iqr is None else _sig(s.iqr),
                                "samples": [_sig(v) for v in s.samples]})
+        if s.trials:  # the samples are independent trials (schema: stats.trials)
+            out["stats"]["trials"] = True
     if metric.unstable:
         out["unstable"] = metric.unstable
     return out

@@ -16,6 +16,7 @@ import numpy as np
 from perfprobe.engine.probe import ProbeContext
 from perfprobe.errors import ProbeSkipped
 from perfprobe.probes.cache import timing as m
+from perfprobe.probes.cache import trials as tr
 from perfprobe.probes.cache.background import BackgroundMeter
 from perfprobe.probes.cache.buffers import huge_fraction, page_buffer
 from perfprobe.probes.cache.curve import curve_sizes, point_at, read_levels
@@ -55,16 +56,20 @@ def measure(ctx: ProbeContext) -> dict[str, Any]:
     huge = thp in ("always", "madvise")
     raw: dict[str, Any] = {"plan": plan.as_raw(), "thp": thp, "curve_pages": "2M" if huge else "4K"}
     clock, background = _PhaseClock(), BackgroundMeter()
-    with page_buffer(plan.max_bytes, huge, np.uint64) as buf:
+    dram_read = None
+    with kp.pinned_pool(), page_buffer(plan.max_bytes, huge, np.uint64) as buf:
         raw["curve"] = clock.run("curve", _curve, ctx, k, buf, plan, key)
         raw["curve_huge_fraction"] = huge_fraction(buf)
         raw["pattern"] = clock.run("pattern", _pattern, k, buf, plan, timing)
         raw["line"] = clock.run("line", _line, k, buf, plan, timing)
+        if plan.dram_bytes:
+            dram_read = clock.run("dram trials", _dram_trials, ctx, k, buf, plan, key, huge, place.cpus, raw)
         del buf  # the mapping closes only once no view of it is left
     huge_ns = raw["pattern"]["random_ns"] if huge else None
     raw["pages"] = clock.run("pages", _pages, k, plan, timing, thp, huge_ns)
     with kp.pinned_pool() as pool:
-        raw["bandwidth"] = clock.run("bandwidth", _bandwidth, ctx, k, plan, raw["curve"], place.cpus)
+        raw["bandwidth"] = clock.run("bandwidth", _bandwidth, ctx, k, plan, raw["curve"], place.cpus,
+                                     dram_read)
         raw["sweep"] = clock.run("sweep", _sweep, ctx, k, plan, timing, place)
     raw["placement"] = {**pool, **placement_raw(ctx, place)}
     raw["phase_seconds"] = clock.seconds
@@ -117,6 +122,32 @@ def _curve(ctx: ProbeContext, k: ModuleType, buf: Any, plan: Plan, timing: m.Tim
             latencies.append(m.random_chase_ns(k, buf, size, plan.line_bytes, timing))
             task.advance()
     return {"sizes_bytes": sizes, "latency_ns": latencies}
+
+
+def _dram_trials(ctx: ProbeContext, k: ModuleType, buf: Any, plan: Plan, timing: m.Timing, huge: bool,
+                 cpus: Sequence[int], raw: dict[str, Any]) -> dict[str, Any]:
+    """DRAM latency and DRAM read over trial buffers held beside the curve's (trials.py): the
+    curve's point at the DRAM set becomes the latency over the trials (the curve's own timing its
+    first trial), and the DRAM read figure is returned for `_bandwidth`. Records `dram_trials`."""
+    size = int(plan.dram_bytes or 0)
+    extra = tr.more_buffers(size, plan.cap_bytes, plan.max_bytes)
+    curve = raw["curve"]
+    at = point_at(curve["sizes_bytes"], size)
+    shared = tr.one_node(ctx.host, cpus)
+    with tr.held_buffers(extra, size, huge) as more:
+        latency = list(curve["latency_ns"])
+        latency[at] = tr.latency_trials(k, more, size, plan.line_bytes, timing, first=latency[at], seed=2)
+        raw["curve"] = {**curve, "latency_ns": latency}
+        if shared:
+            read = tr.read_trials(k, [buf, *more], size, cpus, timing)
+        del more
+    if not shared:  # each read trial first touched by its readers, on their nodes
+        with tr.held_buffers(extra + 1, size, huge) as placed:
+            read = tr.read_trials(k, placed, size, cpus, timing)
+            del placed
+    raw["dram_trials"] = {"buffers": extra + 1, "bytes": size, "read_buffers": "the latency trials'"
+                          if shared else "their own, first touched by their readers"}
+    return read
 
 
 def _pattern(k: ModuleType, buf: Any, plan: Plan, timing: m.Timing) -> dict[str, Any]:
@@ -190,9 +221,10 @@ def _sweep(ctx: ProbeContext, k: ModuleType, plan: Plan, timing: m.Timing,
 
 
 def _bandwidth(ctx: ProbeContext, k: ModuleType, plan: Plan, curve: dict[str, Any],
-               cpus: Sequence[int]) -> dict[str, Any]:
+               cpus: Sequence[int], dram_read: dict[str, Any] | None = None) -> dict[str, Any]:
     """Read and triad GB/s inside each measured level and in DRAM, 1 thread and all threads
-    (one a physical core, `cpus`); DRAM read, a key figure, timed as one (`_timing`)."""
+    (one a physical core, `cpus`); DRAM read, a key figure, is `dram_read` (measured over trial
+    buffers, trials.read_trials) where given, else timed as a key figure (`_timing`)."""
     ns = [p["median"] for p in curve["latency_ns"]]
     levels = read_levels(curve["sizes_bytes"], ns, plan.min_points,
                          reaches_dram(plan.max_bytes, plan.llc_bytes), len(data_caches(ctx.host)))
@@ -203,9 +235,12 @@ def _bandwidth(ctx: ProbeContext, k: ModuleType, plan: Plan, curve: dict[str, An
         for name, (one, each) in targets.items():
             out[name] = {}
             for kind in KINDS:
-                timing = _timing(plan, key=name == "DRAM" and kind == "read_gbs")
-                out[name][kind] = once_more_if_implausible(
-                    partial(rates[kind], k, one, each, cpus, timing))
+                if name == "DRAM" and kind == "read_gbs" and dram_read is not None:
+                    out[name][kind] = dram_read
+                else:
+                    timing = _timing(plan, key=name == "DRAM" and kind == "read_gbs")
+                    out[name][kind] = once_more_if_implausible(
+                        partial(rates[kind], k, one, each, cpus, timing))
                 task.advance()
     return out
 
@@ -236,13 +271,11 @@ def remeasure(ctx: ProbeContext, raw: dict[str, Any], keys: tuple[str, ...]) -> 
                      host_memory_budget(ctx.host, ctx.config.bind))
     timing, key, out = _timing(plan), _timing(plan, key=True), dict(raw)
     huge = raw.get("curve_pages") == "2M"
-    if "line" in keys or "pattern" in keys or "dram_latency" in keys:
-        sizes = raw["curve"]["sizes_bytes"]
-        largest = "line" in keys or "pattern" in keys  # else the DRAM point's set is enough
-        size = plan.max_bytes if largest else sizes[point_at(sizes, plan.dram_bytes or sizes[-1])]
-        with page_buffer(size, huge, np.uint64) as buf:
-            if "dram_latency" in keys:
-                out["curve"] = dram_point_again(k, buf, plan, key, raw["curve"])
+    trials = 1 + tr.more_buffers(plan.dram_bytes or 0, plan.cap_bytes, 0, tr.TRIALS - 1)
+    if "dram_latency" in keys:
+        out["curve"] = dram_latency_trials(k, plan, key, huge, raw["curve"], trials)
+    if "line" in keys or "pattern" in keys:
+        with page_buffer(plan.max_bytes, huge, np.uint64) as buf:
             if "line" in keys:
                 out["line"] = _line(k, buf, plan, timing)
             if "pattern" in keys:
@@ -256,19 +289,28 @@ def remeasure(ctx: ProbeContext, raw: dict[str, Any], keys: tuple[str, ...]) -> 
     if "bandwidth" in keys and "DRAM" in (raw.get("bandwidth") or {}):
         one, each = plan.max_bytes, plan.max_bytes // plan.threads
         with kp.pinned_pool():
+            if plan.dram_bytes:
+                with tr.held_buffers(trials, plan.dram_bytes, huge) as held:
+                    read = tr.read_trials(k, held, plan.dram_bytes, place.cpus, key)
+                    del held
+            else:
+                read = m.read_rates(k, one, each, place.cpus, key)
             out["bandwidth"] = {**raw["bandwidth"], "DRAM": {
-                "read_gbs": m.read_rates(k, one, each, place.cpus, key),
-                "triad_gbs": m.triad_rates(k, one, each, place.cpus, timing)}}
+                "read_gbs": read, "triad_gbs": m.triad_rates(k, one, each, place.cpus, timing)}}
     return out
 
 
-def dram_point_again(k: ModuleType, buf: Any, plan: Plan, timing: m.Timing,
-                     curve: dict[str, Any]) -> dict[str, Any]:
-    """`curve` with its point at the set DRAM latency is read at timed again (freshly linked)."""
+def dram_latency_trials(k: ModuleType, plan: Plan, timing: m.Timing, huge: bool, curve: dict[str, Any],
+                        trials: int) -> dict[str, Any]:
+    """A re-measurement: `curve` with its point at the set DRAM latency is read at (2x the LLC)
+    timed again over `trials` fresh buffers held at once (trials.latency_trials), linked with
+    other permutations than the first measurement's."""
     sizes = list(curve["sizes_bytes"])
     at = point_at(sizes, plan.dram_bytes or sizes[-1])
     latency = list(curve["latency_ns"])
-    latency[at] = m.random_chase_ns(k, buf, sizes[at], plan.line_bytes, timing, seed=2)
+    with tr.held_buffers(trials, sizes[at], huge) as held:
+        latency[at] = tr.latency_trials(k, held, sizes[at], plan.line_bytes, timing, seed=1 + tr.TRIALS)
+        del held
     return {**curve, "latency_ns": latency}
 
 

@@ -173,13 +173,23 @@ def _placed_record(placed: Any, stat: dict[str, Any]) -> dict[str, Any]:
 def read_rates(k: ModuleType, one_bytes: int, each_bytes: int, cpus: Sequence[int],
                timing: Timing) -> dict[str, Any]:
     """Read bandwidth (GB/s): one thread over `one_bytes`, then one thread on each of `cpus`, each
-    over its own `each_bytes` share. Arrays are first touched by the threads that read them."""
+    over its own `each_bytes` share, in an array allocated for it (read_rates_in)."""
+    one_n, each_n = _elements(one_bytes, WORD), _elements(each_bytes, WORD)
+    a = aligned_empty(max(one_n, each_n * len(cpus)), 4096)
+    return read_rates_in(k, a, one_bytes, each_bytes, cpus, timing)
+
+
+def read_rates_in(k: ModuleType, a: np.ndarray, one_bytes: int, each_bytes: int, cpus: Sequence[int],
+                  timing: Timing) -> dict[str, Any]:
+    """read_rates over the untouched float64 array `a` (large enough for both): it is first touched
+    by the threads that read it, so each share's pages land on its CPU's node."""
     placed = k.Placed(cpus)
     one_n, each_n = _elements(one_bytes, WORD), _elements(each_bytes, WORD)
-    a = aligned_empty(max(one_n, each_n * placed.threads), 4096)
+    total = each_n * placed.threads
+    if max(one_n, total) > a.shape[0]:
+        raise ValueError(f"{a.nbytes}-byte array is too small for {max(one_n, total) * WORD} bytes")
     k.fill_placed(a, 1.0, placed.masks, placed.where)
     one = time_rate(lambda reps: k.read_loads(a[:one_n], reps), one_n * WORD, timing)
-    total = each_n * placed.threads
     many = time_rate(lambda reps: k.read_loads_placed(a[:total], placed.masks, placed.where, reps),
                      total * WORD, _longer(timing))
     return {"bytes_1t": one_n * WORD, "bytes_each": each_n * WORD, "1t": one,

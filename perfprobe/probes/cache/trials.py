@@ -1,0 +1,95 @@
+"""DRAM latency and DRAM read as independent trials: one figure per buffer, several buffers held at once.
+
+Why (issue 25; docs/results/compare-stability.md): on shared VMs a CPU memory figure moved 15–35%
+between quiet runs while each run's repeats over its one buffer agreed within 1–4%. Buffers held at
+the same time land on different physical memory, and some read 20–30% slower (the host backs guest
+memory unevenly): six 32 MiB buffers of one process on a 2-vCPU guest read 111–156 ns, and the
+median over the six moved 114–125 ns between processes, where one buffer's figure moved 115–158.
+Buffers allocated one after another and freed in between get the same pages back, so they do not
+sample that; held at once, they do. Each trial's figure is the median of its own repeats; the
+figure is the median over the trials, whose samples are the trials (`summarize(..., trials=True)`):
+its spread is what another run may read, and compare judges the median by its standard error.
+
+The first trial is the latency curve's own buffer (its point at the DRAM set, already timed), so a
+run faults in TRIALS - 1 more buffers, not TRIALS. The read trials read the same buffers where the
+threads that read them share one NUMA node (first touch placed nothing then); across nodes they
+get buffers of their own, first touched by their readers.
+
+`kernels` is perfprobe.kernels.cache_kernels, passed in (nothing here imports numba).
+"""
+
+from __future__ import annotations
+
+from contextlib import ExitStack, contextmanager
+from types import ModuleType
+from typing import Any, Iterator, Sequence
+
+import numpy as np
+
+from perfprobe.host.facts import Facts, numa_nodes
+from perfprobe.probes.cache import timing as m
+from perfprobe.probes.cache.buffers import page_buffer
+from perfprobe.pure.stats import Stat, summarize
+
+TRIALS = 5
+"""Buffers a DRAM figure is measured over: 5 against 5 is the smallest U test that reaches p < 0.01."""
+REPEATS_PER_TRIAL = 3
+
+
+def more_buffers(trial_bytes: int, cap_bytes: int | None, held_bytes: int, wanted: int = TRIALS - 1) -> int:
+    """How many more buffers of `trial_bytes` may be held beside `held_bytes` under the plan's
+    memory cap (None: no cap could be read, nothing is capped)."""
+    if trial_bytes <= 0:
+        return 0
+    if not cap_bytes:
+        return wanted
+    return max(0, min(wanted, (cap_bytes - held_bytes) // trial_bytes))
+
+
+def one_node(host: Facts, cpus: Sequence[int]) -> bool:
+    """Whether `cpus` all sit on one NUMA node (or the host lists at most one)."""
+    nodes = [set(n.get("cpus") or ()) for n in numa_nodes(host)]
+    if len(nodes) <= 1:
+        return True
+    return sum(1 for node in nodes if node & set(cpus)) <= 1
+
+
+@contextmanager
+def held_buffers(count: int, size: int, huge: bool) -> Iterator[list[np.ndarray]]:
+    """`count` fresh buffers of `size` bytes (uint64), all held until the block ends."""
+    with ExitStack() as held:
+        yield [held.enter_context(page_buffer(size, huge, np.uint64)) for _ in range(count)]
+
+
+def over_trials(per_trial: Sequence[Stat]) -> dict[str, Any]:
+    """One figure from its trials: the median over the trials' medians, the trials its samples
+    (one trial: that trial's own repeats, which are not independent of each other)."""
+    if len(per_trial) == 1:
+        return dict(per_trial[0])
+    return {**summarize([float(t["median"]) for t in per_trial], trials=True),
+            "repeats_per_trial": min(int(t.get("repeats") or 1) for t in per_trial)}
+
+
+def latency_trials(k: ModuleType, buffers: Sequence[np.ndarray], size: int, line: int, timing: m.Timing,
+                   first: Stat | None = None, seed: int = 1) -> dict[str, Any]:
+    """Random-chase latency over `size` bytes of each buffer (each linked with its own permutation,
+    seeds from `seed` on), beside `first` (a trial already timed), as one figure over the trials."""
+    each = m.Timing(timing.run_s, REPEATS_PER_TRIAL, timing.all_threads_s)
+    per_trial = [first] if first else []
+    per_trial += [m.random_chase_ns(k, buf, size, line, each, seed=seed + i) for i, buf in enumerate(buffers)]
+    return over_trials(per_trial)
+
+
+def read_trials(k: ModuleType, buffers: Sequence[np.ndarray], size: int, cpus: Sequence[int],
+                timing: m.Timing) -> dict[str, Any]:
+    """DRAM read GB/s, one thread over `size` bytes and one thread on each of `cpus` over its share,
+    in each buffer (refilled by the threads that read it), as figures over the trials:
+    m.read_rates' shape, its `1t` and `all` made of the trials."""
+    each = m.Timing(timing.run_s, REPEATS_PER_TRIAL, timing.all_threads_s)
+    per_trial = [m.read_rates_in(k, buf.view(np.float64)[:size // m.WORD], size, size // len(cpus), cpus, each)
+                 for buf in buffers]
+    first = per_trial[0]
+    return {"bytes_1t": first["bytes_1t"], "bytes_each": first["bytes_each"],
+            "1t": over_trials([t["1t"] for t in per_trial]),
+            "all": {**over_trials([t["all"] for t in per_trial]),
+                    "cpus": first["all"]["cpus"], "pinned": all(t["all"]["pinned"] for t in per_trial)}}

@@ -1,0 +1,33 @@
+"""The DRAM figures over trial buffers: how many buffers fit, and one figure from their trials."""
+
+from __future__ import annotations
+
+from perfprobe.probes.cache.trials import TRIALS, more_buffers, one_node, over_trials
+
+
+def test_as_many_more_trial_buffers_as_the_memory_cap_holds_beside_the_curves() -> None:
+    assert more_buffers(32 << 20, None, 32 << 20) == TRIALS - 1
+    assert more_buffers(32 << 20, 1 << 30, 32 << 20) == TRIALS - 1
+    assert more_buffers(32 << 20, 100 << 20, 32 << 20) == 2
+    assert more_buffers(32 << 20, 40 << 20, 32 << 20) == 0
+    assert more_buffers(0, None, 0) == 0
+
+
+def test_read_trials_reuse_the_latency_buffers_only_where_the_readers_share_a_node() -> None:
+    two = {"numa": {"nodes": [{"id": 0, "cpus": [0, 1]}, {"id": 1, "cpus": [2, 3]}]}}
+    assert one_node(two, [0, 1]) and not one_node(two, [0, 2])
+    assert one_node({"numa": {"nodes": [{"id": 0, "cpus": [0, 1]}]}}, [0, 1]) and one_node({}, [0, 5])
+
+
+def test_one_figure_from_trials_is_the_median_of_their_medians_and_says_so() -> None:
+    # the six held buffers of one process on the 2-vCPU guest (docs/results/compare-stability.md)
+    per_trial = [{"median": v, "repeats": 5} for v in (120.5, 126.4, 156.2, 116.3, 118.1, 116.0)]
+    figure = over_trials(per_trial)
+    assert figure["median"] == 119.3 and figure["trials"] is True
+    assert figure["samples"] == [120.5, 126.4, 156.2, 116.3, 118.1, 116.0]
+    assert figure["repeats"] == 6 and figure["repeats_per_trial"] == 5
+
+
+def test_a_single_trial_keeps_its_own_repeats_which_are_not_independent() -> None:
+    one = {"median": 120.0, "repeats": 3, "samples": [119.0, 120.0, 121.0]}
+    assert over_trials([one]) == one and "trials" not in over_trials([one])
