@@ -42,7 +42,9 @@ def metrics(raw: Raw, host: Facts) -> dict[str, Metric]:
     for loop in ("asyncio", "uvloop"):
         if f.event_loop_rtt_us(raw, loop) is not None:
             out[f"rtt_us.{loop}.64B"] = stats.metric(f.event_loop_rtt_stat(raw, loop), "µs", 3)
-            out[f"{loop}_overhead_us"] = Metric(_r(f.event_loop_overhead_us(raw, loop)), "µs")
+            extra = f.event_loop_overhead_us(raw, loop)
+            if extra is not None and extra > 0:  # a time; at or below 0 the loop added nothing measurable
+                out[f"{loop}_overhead_us"] = Metric(_r(extra), "µs")
     if f.handoff_stat(raw) is not None:
         out["handoff_ns"] = stats.metric(f.handoff_stat(raw), "ns", 1)
         out["ring_limit_fraction.64B"] = stats.metric(f.limit_fraction_stat(raw), "fraction", 3)
@@ -112,7 +114,7 @@ def summary(raw: Raw, host: Facts) -> str:
     if fraction is not None:
         text += f", {fraction:.2f} of the hardware's limit"
     extra = f.event_loop_overhead_us(raw, "asyncio")
-    if extra is not None:
+    if extra is not None and extra > 0:
         text += f"; asyncio adds {extra:.0f} µs per message"
     return text + f" ({f.main(raw)})"
 
