@@ -93,3 +93,25 @@ def test_against_a_baseline_of_the_other_runs_a_30_percent_l1_latency_loss_is_fo
     for i in range(len(reports)):
         planted = [*reports[:i], slowed(reports[i], "cache:latency_ns.L1", 1.3), *reports[i + 1:]]
         assert "cache:latency_ns.L1" in {c.metric for c in against_the_others(planted, i).regressions}
+
+
+TRIAL_FIGURES = ("cache:latency_ns.DRAM", "cache:read_gbs.DRAM.1t", "cache:read_gbs.DRAM.all")
+
+
+def test_dram_figures_over_trial_buffers_keep_still_between_runs():
+    """The same guest with DRAM latency and DRAM read as five held buffers each (2026-12-02): the
+    DRAM latency's median moved 116.7-120.6 ns over the runs, and no pair calls a DRAM figure."""
+    reports = runs("compare_runs_h200_trials.json")
+    for report in reports:
+        metrics = [r for r in report["results"] if r["probe"] == "cache"][0]["metrics"]
+        assert all(metrics[name.split(":")[1]]["stats"]["trials"] for name in TRIAL_FIGURES)
+    called = {c.metric for i, j in itertools.permutations(range(len(reports)), 2)
+              for c in judged(reports[i], reports[j]).regressions}
+    assert not called & set(TRIAL_FIGURES)
+
+
+def test_a_20_percent_dram_latency_loss_over_trial_buffers_is_found_in_every_pair():
+    reports = runs("compare_runs_h200_trials.json")
+    for i, j in itertools.permutations(range(len(reports)), 2):
+        slow = slowed(reports[j], "cache:latency_ns.DRAM", 1.2)
+        assert "cache:latency_ns.DRAM" in {c.metric for c in judged(reports[i], slow).regressions}
