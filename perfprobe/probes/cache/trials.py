@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from contextlib import ExitStack, contextmanager
 from types import ModuleType
-from typing import Any, Iterator, Sequence
+from typing import Any, Iterator, Mapping, Sequence
 
 import numpy as np
 
@@ -61,7 +61,7 @@ def held_buffers(count: int, size: int, huge: bool) -> Iterator[list[np.ndarray]
         yield [held.enter_context(page_buffer(size, huge, np.uint64)) for _ in range(count)]
 
 
-def over_trials(per_trial: Sequence[Stat]) -> dict[str, Any]:
+def over_trials(per_trial: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     """One figure from its trials: the median over the trials' medians, the trials its samples
     (one trial: that trial's own repeats, which are not independent of each other)."""
     if len(per_trial) == 1:
@@ -75,7 +75,7 @@ def latency_trials(k: ModuleType, buffers: Sequence[np.ndarray], size: int, line
     """Random-chase latency over `size` bytes of each buffer (each linked with its own permutation,
     seeds from `seed` on), beside `first` (a trial already timed), as one figure over the trials."""
     each = m.Timing(timing.run_s, REPEATS_PER_TRIAL, timing.all_threads_s)
-    per_trial = [first] if first else []
+    per_trial: list[Mapping[str, Any]] = [first] if first else []
     per_trial += [m.random_chase_ns(k, buf, size, line, each, seed=seed + i) for i, buf in enumerate(buffers)]
     return over_trials(per_trial)
 
