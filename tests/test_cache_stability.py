@@ -150,7 +150,9 @@ def _dram_rule(quick: bool, remote: float = 0.0) -> tuple[Verdict, float]:
 @pytest.mark.parametrize("remote, verdict", [(0.0, Verdict.PASS), (80.0, Verdict.WARN)])
 def test_quick_and_full_judge_dram_latency_on_the_same_set(remote: float, verdict: Verdict) -> None:
     (quick, quick_ns), (full, full_ns) = _dram_rule(True, remote), _dram_rule(False, remote)
-    assert quick is full is verdict and quick_ns == full_ns == pytest.approx(175.0 + remote)
+    dram_bytes = _raw(True)[0]["plan"]["dram_bytes"]
+    assert dram_bytes == _raw(False)[0]["plan"]["dram_bytes"] == 256 << 20  # 2 x 64 MiB x its 2 CPUs
+    assert quick is full is verdict and quick_ns == full_ns == pytest.approx(_latency(dram_bytes, remote))
 
 
 def test_the_last_doubling_alone_would_have_judged_the_two_presets_apart() -> None:
@@ -179,7 +181,7 @@ def test_the_dram_set_is_the_one_point_judged() -> None:
     raw, host = _raw(False)
     fig = read_figures(raw, host)
     dram = fig.levels[-1]
-    assert dram.name == "DRAM" and [raw["curve"]["sizes_bytes"][i] for i in dram.points] == [2 * LLC]
+    assert dram.name == "DRAM" and [raw["curve"]["sizes_bytes"][i] for i in dram.points] == [raw["plan"]["dram_bytes"]]
     assert dram.stat is not None and dram.stat["median"] == dram.latency_ns
 
 

@@ -111,3 +111,17 @@ def test_a_replay_judges_the_recorded_remeasurement_and_measures_nothing(monkeyp
 def test_a_remeasurement_that_cannot_be_judged_leaves_the_first_judgement(monkeypatch: Any) -> None:
     result, _, _ = _run(monkeypatch, second=512, replayed={"line": 512, confirm.SECOND_RAW: {"no": "line"}})
     assert result.verdict is Verdict.WARN and result.findings[0].confirmation is None
+
+
+def test_without_confirming_a_warn_becomes_a_not_confirmed_note_and_nothing_is_measured(monkeypatch: Any) -> None:
+    # the health check under a policy that drains on no warn (RunConfig.confirm_warns False)
+    fake = FakeMeasure(512)
+    module = types.ModuleType("fake_confirm_measure")
+    module.remeasure = fake.remeasure  # type: ignore[attr-defined]
+    monkeypatch.setitem(sys.modules, "fake_confirm_measure", module)
+    probe = Probe(name="fake", title="fake", judge=judge, measure_module="fake_confirm_measure")
+    monkeypatch.setattr(runner, "_measure", lambda p, c: {"line": 512})
+    ctx = ProbeContext(config=RunConfig(confirm_warns=False), host={}, progress=null_progress)
+    result, raw = runner.run_one(probe, ctx, None, None)
+    assert result.verdict is Verdict.PASS and fake.asked == [] and confirm.SECOND_RAW not in raw
+    assert result.findings[0].message.startswith(confirm.NOT_CONFIRMED) and "line 512 B" in result.findings[0].message

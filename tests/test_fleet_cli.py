@@ -197,3 +197,26 @@ def test_no_color_on_a_terminal_prints_no_escape(monkeypatch, capsys):
     commands._print(["[bold red]outlier[/] gpu03"])
     out = capsys.readouterr().out
     assert "outlier gpu03" in out and "\x1b" not in out
+
+
+@pytest.mark.parametrize("policy, confirms", [(None, False), ({"drain_on_warn": True}, True)])
+def test_healthcheck_re_measures_warns_only_when_its_policy_drains_on_them(tmp_path, capsys, monkeypatch,
+                                                                          policy, confirms):
+    from perfprobe.fleet import health_run
+
+    base = own_baseline(tmp_path, capsys)
+    report = json.loads((tmp_path / "me.json").read_text())
+    asked = []
+
+    def measured(names, deadline, outputs=None, confirm_warns=True):
+        asked.append(confirm_warns)
+        return health_run.Measured(report)
+
+    monkeypatch.setattr(health_run, "measure", measured)
+    extra = []
+    if policy is not None:
+        (tmp_path / "policy.json").write_text(json.dumps(policy))
+        extra = ["--policy", str(tmp_path / "policy.json")]
+    code, out, err = invoke(["healthcheck", "--baseline", str(base), "--probes", "host", "--node", "n1",
+                             "--dry-run", *extra], capsys)
+    assert code == 0 and asked == [confirms], (out, err)

@@ -90,6 +90,10 @@ class RunConfig:
     junit: Path | None = None      # --junit: JUnit XML
     html: Path | None = None       # --html: perfprobe.render.html
     replay: Path | None = None
+    confirm_warns: bool = True
+    """False: a timing-based warn is not re-measured but issued as a "not confirmed" pass note
+    (confirm.not_remeasured). The health check asks this when its policy drains on no warn: a
+    re-measurement it would not act on cost a 2-vCPU guest's check 12 s of its 40 s deadline."""
 
     def preset(self, presets: Presets[P]) -> P:
         """The parameter set this run uses (quick or full)."""

@@ -60,6 +60,18 @@ def _judged_again(finding: Finding, second: Sequence[Finding]) -> Finding:
                    confirmation=record)
 
 
+NOT_REMEASURED = "the health check drains on no warn, so it re-measures none"
+
+
+def not_remeasured(findings: Sequence[Finding]) -> tuple[Finding, ...]:
+    """Each warn with keys issued as a pass note "not confirmed on a re-measurement (WHY): MESSAGE"
+    without measuring again (RunConfig.confirm_warns False); counted as not confirmed, which
+    disturbs no run. Every other finding as it was."""
+    return tuple(Finding(Verdict.PASS, f"{NOT_CONFIRMED} ({NOT_REMEASURED}): {f.message}", f.advice,
+                         confirm=f.confirm, figure=f.figure)
+                 if f.verdict is Verdict.WARN and f.confirm else f for f in findings)
+
+
 def held_back(finding: Finding, why: str) -> Finding:
     """A warn that load (busy CPUs, a shared GPU) can produce, issued as a pass note
     "held back (WHY): MESSAGE" with its advice and figure; other verdicts unchanged. The probes'

@@ -208,6 +208,8 @@ def _confirmed(probe: Probe, ctx: ProbeContext, raw: dict[str, Any], first: Asse
     if not keys:
         return first
     second_raw = raw.get(confirm.SECOND_RAW)
+    if second_raw is None and not replaying and not ctx.config.confirm_warns:
+        return dataclasses.replace(first, findings=confirm.not_remeasured(first.findings))
     if second_raw is None and not replaying:
         second_raw = _remeasure(probe, ctx, raw, keys)
         if second_raw is not None:

@@ -23,6 +23,10 @@ MIN_MAX_BYTES = 64 << 10
 PAIR_BLOCK = 1024              # bytes per block in the line-size test (offsets up to half of it)
 PAIR_OFFSETS = (8, 16, 32, 64, 128, 256, 512)
 DRAM_LLC_MULTIPLE = 2          # DRAM latency is read at 2x the LLC in both presets (quick's largest set)
+MAX_LLC_PER_CPU = 64 << 20
+"""No CPU made has more last-level cache per CPU sharing it (the largest, a 16-core Genoa-X with
+768 MiB, has 48 MiB): a reported LLC beyond this per sharing CPU is a VM seeing its host's whole
+cache (a 2-vCPU Xeon guest: 480 MiB shared by its 2 CPUs, of which it measured about 12 MiB)."""
 
 
 @dataclass(frozen=True)
@@ -120,7 +124,7 @@ def make_plan(host: Facts, knobs: Knobs, effort: Effort, threads: int, budget: M
                 l1_bytes=cache_size(caches[0]) if caches else DEFAULT_L1,
                 cap_basis=budget.basis if cap is not None else None, compare_pages=effort.compare_pages,
                 bulk_repeats=int(knobs.repeats or effort.bulk_repeats),
-                dram_bytes=dram_set(max_bytes, llc, line))
+                dram_bytes=dram_set(max_bytes, min(llc, llc_share_bound(caches)), line))
 
 
 def dram_set(max_bytes: int, llc_bytes: int, line: int = DEFAULT_LINE) -> int | None:
@@ -131,6 +135,15 @@ def dram_set(max_bytes: int, llc_bytes: int, line: int = DEFAULT_LINE) -> int | 
     None when the curve stops short of it (DRAM is not reached then)."""
     target = DRAM_LLC_MULTIPLE * llc_bytes // line * line
     return target if reaches_dram(max_bytes, llc_bytes) else None
+
+
+def llc_share_bound(caches: Sequence[CacheFacts]) -> int:
+    """The most last-level cache the CPUs that report sharing it can have: MAX_LLC_PER_CPU each
+    (none where the LLC or the CPUs sharing it are not reported: the LLC stands). The DRAM set is 2x the smaller of this and the LLC: a guest
+    that reports its host's 480 MiB L3 over 2 CPUs reads DRAM latency at 256 MiB, not 960 MiB, in
+    both presets, and its five trial buffers cost a quarter of the faulting."""
+    sharing = len((caches[-1].get("shared_cpus") or []) if caches else [])
+    return sharing * MAX_LLC_PER_CPU if sharing else 1 << 62
 
 
 def too_little_memory(plan: Plan) -> bool:
