@@ -147,13 +147,13 @@ def test_smt_siblings_split_their_l1_and_a_socket_its_l3() -> None:
 
 def test_a_guest_reporting_its_hosts_llc_reads_dram_at_twice_what_its_cpus_can_hold() -> None:
     """The 2-vCPU Xeon guest (2026-12-02): 480 MiB of L3 reported shared by its 2 CPUs, about 12 MiB
-    measured; no CPU has more than 64 MiB per sharing CPU, so the DRAM set is 2 x 128 MiB in both
-    presets, while the curve still goes to 2x (quick) and 4x (full) the reported LLC."""
+    measured; no CPU has more than 64 MiB per sharing CPU, so the plan sizes from 128 MiB: the DRAM
+    set is 2 x 128 MiB in both presets, the curve goes to 2x (quick) and 4x (full) of it."""
     guest = {**KVM, "caches": [*KVM["caches"][:3], {"level": 3, "type": "Unified", "size_bytes": 480 << 20,
                                                     "line_bytes": 64, "shared_cpus": [0, 1]}]}
     quick, full = plan(guest, quick=True), plan(guest)
     assert quick.dram_bytes == full.dram_bytes == 256 << 20
-    assert (quick.max_bytes, full.max_bytes) == (960 << 20, 1920 << 20)
+    assert (quick.max_bytes, full.max_bytes, quick.llc_bytes) == (256 << 20, 512 << 20, 128 << 20)
     # a 16-core Genoa-X reports 768 MiB over its 16 cores: 48 MiB each, the LLC stands
     genoa_x = {**guest, "caches": [*KVM["caches"][:3], {"level": 3, "type": "Unified", "size_bytes": 768 << 20,
                                                         "line_bytes": 64, "shared_cpus": list(range(16))}]}

@@ -108,7 +108,7 @@ def make_plan(host: Facts, knobs: Knobs, effort: Effort, threads: int, budget: M
     """Sizes and effort for this run: a multiple of the LLC or --max-size, capped at the budget
     (a budget of 0 bytes is one that could not be read: nothing is capped)."""
     caches = data_caches(host)
-    llc = cache_size(caches[-1]) if caches else DEFAULT_LLC
+    llc = min(cache_size(caches[-1]), llc_share_bound(caches)) if caches else DEFAULT_LLC
     line = int((caches[0].get("line_bytes") if caches else None) or DEFAULT_LINE)
     asked = knobs.max_size
     wanted = int(asked) if asked else effort.llc_multiple * llc
@@ -124,7 +124,7 @@ def make_plan(host: Facts, knobs: Knobs, effort: Effort, threads: int, budget: M
                 l1_bytes=cache_size(caches[0]) if caches else DEFAULT_L1,
                 cap_basis=budget.basis if cap is not None else None, compare_pages=effort.compare_pages,
                 bulk_repeats=int(knobs.repeats or effort.bulk_repeats),
-                dram_bytes=dram_set(max_bytes, min(llc, llc_share_bound(caches)), line))
+                dram_bytes=dram_set(max_bytes, llc, line))
 
 
 def dram_set(max_bytes: int, llc_bytes: int, line: int = DEFAULT_LINE) -> int | None:
@@ -139,9 +139,11 @@ def dram_set(max_bytes: int, llc_bytes: int, line: int = DEFAULT_LINE) -> int | 
 
 def llc_share_bound(caches: Sequence[CacheFacts]) -> int:
     """The most last-level cache the CPUs that report sharing it can have: MAX_LLC_PER_CPU each
-    (none where the LLC or the CPUs sharing it are not reported: the LLC stands). The DRAM set is 2x the smaller of this and the LLC: a guest
-    that reports its host's 480 MiB L3 over 2 CPUs reads DRAM latency at 256 MiB, not 960 MiB, in
-    both presets, and its five trial buffers cost a quarter of the faulting."""
+    (none where the LLC or the CPUs sharing it are not reported: the LLC stands). The plan sizes
+    everything from the smaller of this and the LLC (`Plan.llc_bytes`): a guest that reports its
+    host's 480 MiB L3 over 2 CPUs reads its curve to 256 MiB (512 MiB in full) and DRAM latency at
+    256 MiB, not 960 MiB, in both presets; its five trial buffers cost a quarter of the faulting,
+    and its health check fits its deadline."""
     sharing = len((caches[-1].get("shared_cpus") or []) if caches else [])
     return sharing * MAX_LLC_PER_CPU if sharing else 1 << 62
 
