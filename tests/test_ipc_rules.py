@@ -209,3 +209,5 @@ def test_an_event_loop_no_slower_than_the_compiled_socket_adds_no_measurable_tim
     finding = rules.rule_event_loop(raw, host)[0]
     assert finding.verdict is Verdict.PASS and "no measurable time" in finding.message
     assert "asyncio_overhead_us" not in tables.metrics(raw, host) and "rtt_us.asyncio.64B" in tables.metrics(raw, host)
+    (loops,) = [t for t in tables.tables(raw) if t.title.startswith("64 B round trip through a Python event loop")]
+    assert [row[2] for row in loops.rows if row[0] == "asyncio"] == [None]  # no negative "added µs" cell

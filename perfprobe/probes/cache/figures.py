@@ -16,14 +16,7 @@ from typing import Any, Literal, Mapping, Optional, Sequence, TypedDict, cast
 
 from perfprobe.host.facts import CacheFacts, Facts
 from perfprobe.probes.cache.curve import Level, read_fetch_unit, read_levels, read_line
-from perfprobe.probes.cache.plan import (
-    DEFAULT_LLC,
-    DRAM_LLC_MULTIPLE,
-    cache_size,
-    data_caches,
-    llc_share_bound,
-    reaches_dram,
-)
+from perfprobe.probes.cache.plan import DRAM_LLC_MULTIPLE, data_caches, planned_llc, reaches_dram
 from perfprobe.pure import stats
 
 ALL_OVER_ONE_FLOOR = 0.1   # all threads below a tenth of one thread at the same level: not a figure
@@ -202,10 +195,7 @@ def read_figures(raw: Mapping[str, Any], host: Facts) -> CacheFigures:
     typed = cast(CacheRaw, raw)
     plan = typed["plan"]
     reported = data_caches(host)
-    # the LLC the plan sized from (plan.llc_share_bound: at most 64 MiB per CPU sharing it), so a
-    # replay reads an older recording as it was planned
-    llc = int(plan.get("llc_bytes") or 0) or (min(cache_size(reported[-1]), llc_share_bound(reported))
-                                              if reported else DEFAULT_LLC)
+    llc = int(plan.get("llc_bytes") or planned_llc(reported))  # as planned: a replay reads its recording's
     bandwidth, left_out = bandwidth_figures(typed.get("bandwidth") or {})
     return CacheFigures(raw=typed, plan=plan, reported=reported, llc_bytes=llc,
                         levels=levels_of(typed, llc, len(reported)), line=line_figures(typed),

@@ -235,12 +235,9 @@ def _bandwidth(ctx: ProbeContext, k: ModuleType, plan: Plan, curve: dict[str, An
         for name, (one, each) in targets.items():
             out[name] = {}
             for kind in KINDS:
-                if name == "DRAM" and kind == "read_gbs" and dram_read is not None:
-                    out[name][kind] = dram_read
-                else:
-                    timing = _timing(plan, key=name == "DRAM" and kind == "read_gbs")
-                    out[name][kind] = once_more_if_implausible(
-                        partial(rates[kind], k, one, each, cpus, timing))
+                key_figure = (name, kind) == ("DRAM", "read_gbs")
+                out[name][kind] = (dram_read if key_figure and dram_read else once_more_if_implausible(
+                    partial(rates[kind], k, one, each, cpus, _timing(plan, key=key_figure))))
                 task.advance()
     return out
 
@@ -271,7 +268,7 @@ def remeasure(ctx: ProbeContext, raw: dict[str, Any], keys: tuple[str, ...]) -> 
                      host_memory_budget(ctx.host, ctx.config.bind))
     timing, key, out = _timing(plan), _timing(plan, key=True), dict(raw)
     huge = raw.get("curve_pages") == "2M"
-    trials = 1 + tr.more_buffers(plan.dram_bytes or 0, plan.cap_bytes, 0, tr.TRIALS - 1)
+    trials = max(1, tr.more_buffers(plan.dram_bytes or 0, plan.cap_bytes, 0, tr.TRIALS))  # none held yet
     if "dram_latency" in keys:
         out["curve"] = dram_latency_trials(k, plan, key, huge, raw["curve"], trials)
     if "line" in keys or "pattern" in keys:

@@ -108,7 +108,7 @@ def make_plan(host: Facts, knobs: Knobs, effort: Effort, threads: int, budget: M
     """Sizes and effort for this run: a multiple of the LLC or --max-size, capped at the budget
     (a budget of 0 bytes is one that could not be read: nothing is capped)."""
     caches = data_caches(host)
-    llc = min(cache_size(caches[-1]), llc_share_bound(caches)) if caches else DEFAULT_LLC
+    llc = planned_llc(caches)
     line = int((caches[0].get("line_bytes") if caches else None) or DEFAULT_LINE)
     asked = knobs.max_size
     wanted = int(asked) if asked else effort.llc_multiple * llc
@@ -137,15 +137,16 @@ def dram_set(max_bytes: int, llc_bytes: int, line: int = DEFAULT_LINE) -> int | 
     return target if reaches_dram(max_bytes, llc_bytes) else None
 
 
-def llc_share_bound(caches: Sequence[CacheFacts]) -> int:
-    """The most last-level cache the CPUs that report sharing it can have: MAX_LLC_PER_CPU each
-    (none where the LLC or the CPUs sharing it are not reported: the LLC stands). The plan sizes
-    everything from the smaller of this and the LLC (`Plan.llc_bytes`): a guest that reports its
-    host's 480 MiB L3 over 2 CPUs reads its curve to 256 MiB (512 MiB in full) and DRAM latency at
-    256 MiB, not 960 MiB, in both presets; its five trial buffers cost a quarter of the faulting,
-    and its health check fits its deadline."""
-    sharing = len((caches[-1].get("shared_cpus") or []) if caches else [])
-    return sharing * MAX_LLC_PER_CPU if sharing else 1 << 62
+def planned_llc(caches: Sequence[CacheFacts]) -> int:
+    """The LLC the plan sizes everything from (`Plan.llc_bytes`): the reported one, at most
+    MAX_LLC_PER_CPU for each CPU reported sharing it (no bound where none is reported), or
+    DEFAULT_LLC where no cache is. A guest that reports its host's 480 MiB L3 over 2 CPUs reads its
+    curve to 256 MiB (512 MiB in full) and DRAM latency at 256 MiB, not 960 MiB, in both presets;
+    its five trial buffers cost a quarter of the faulting, and its health check fits its deadline."""
+    if not caches:
+        return DEFAULT_LLC
+    llc, sharing = cache_size(caches[-1]), len(caches[-1].get("shared_cpus") or [])
+    return min(llc, sharing * MAX_LLC_PER_CPU) if sharing else llc
 
 
 def too_little_memory(plan: Plan) -> bool:

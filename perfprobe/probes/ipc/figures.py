@@ -245,6 +245,13 @@ def event_loop_overhead_us(raw: Raw, loop: str) -> Optional[float]:
     return through - compiled if through is not None and compiled is not None else None
 
 
+def event_loop_adds_us(raw: Raw, loop: str) -> Optional[float]:
+    """event_loop_overhead_us where the loop added time (above 0), else None: what metrics, tables
+    and the summary show (a time at or below 0 is none a measurement can be)."""
+    extra = event_loop_overhead_us(raw, loop)
+    return extra if extra is not None and extra > 0 else None
+
+
 def placement(raw: Raw, name: str) -> Mapping[str, Any]:
     found: Mapping[str, Any] = next((p for p in raw.get("placements") or [] if p["name"] == name), {})
     return found

@@ -42,8 +42,7 @@ def metrics(raw: Raw, host: Facts) -> dict[str, Metric]:
     for loop in ("asyncio", "uvloop"):
         if f.event_loop_rtt_us(raw, loop) is not None:
             out[f"rtt_us.{loop}.64B"] = stats.metric(f.event_loop_rtt_stat(raw, loop), "µs", 3)
-            extra = f.event_loop_overhead_us(raw, loop)
-            if extra is not None and extra > 0:  # a time; at or below 0 the loop added nothing measurable
+            if (extra := f.event_loop_adds_us(raw, loop)) is not None:
                 out[f"{loop}_overhead_us"] = Metric(_r(extra), "µs")
     if f.handoff_stat(raw) is not None:
         out["handoff_ns"] = stats.metric(f.handoff_stat(raw), "ns", 1)
@@ -84,7 +83,7 @@ def tables(raw: Raw) -> tuple[Table, ...]:
                      for s in f.sizes(raw)[:1] if limit is not None and f.rtt_us(raw, "shm_spin", s) is not None))
     loops = Table("64 B round trip through a Python event loop (worker: compiled echo)",
                   ("loop", "round trip µs", "added µs"),
-                  tuple((loop, _r(f.event_loop_rtt_us(raw, loop), 2), _r(f.event_loop_overhead_us(raw, loop), 2))
+                  tuple((loop, _r(f.event_loop_rtt_us(raw, loop), 2), _r(f.event_loop_adds_us(raw, loop), 2))
                         for loop in ("asyncio", "uvloop") if f.event_loop_rtt_us(raw, loop) is not None))
     return tuple(t for t in (rtt, gbs, by_place, waits, hw, loops) if t.rows)
 
@@ -113,8 +112,8 @@ def summary(raw: Raw, host: Facts) -> str:
     fraction = f.limit_fraction(raw)
     if fraction is not None:
         text += f", {fraction:.2f} of the hardware's limit"
-    extra = f.event_loop_overhead_us(raw, "asyncio")
-    if extra is not None and extra > 0:
+    extra = f.event_loop_adds_us(raw, "asyncio")
+    if extra is not None:
         text += f"; asyncio adds {extra:.0f} µs per message"
     return text + f" ({f.main(raw)})"
 
