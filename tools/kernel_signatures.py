@@ -20,7 +20,6 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 OUT = ROOT / "perfprobe" / "kernels" / "kernel_signatures.json"
-CPU_PROBES = ("cache", "falseshare", "numa", "layout", "branch", "alloc", "ipc")
 
 LIST_CACHED = r'''
 import importlib, json, pkgutil, sys
@@ -57,13 +56,23 @@ def _python(code: str, cache: str, *args: str) -> str:
                           capture_output=True, text=True).stdout
 
 
+def cpu_probes() -> list[str]:
+    """The registry's probes that need no GPU (the GPU probes' kernels are cupy's, not numba's)."""
+    sys.path.insert(0, str(ROOT))
+    from perfprobe.engine.registry import all_probe_names, declaration
+
+    return [name for name in all_probe_names() if not declaration(name).gpu and name != "host"]
+
+
 def main() -> int:
     probes: dict[str, list[list[object]]] = {}
-    for probe in CPU_PROBES:
+    for probe in cpu_probes():
         with tempfile.TemporaryDirectory(prefix="perfprobe-sigs-") as cache:
-            subprocess.run([sys.executable, "-m", "perfprobe", probe, "--quick", "--json"], cwd=ROOT,
-                           env={**os.environ, "NUMBA_CACHE_DIR": cache}, stdout=subprocess.DEVNULL,
-                           stderr=subprocess.DEVNULL)
+            done = subprocess.run([sys.executable, "-m", "perfprobe", probe, "--quick", "--json"], cwd=ROOT,
+                                  env={**os.environ, "NUMBA_CACHE_DIR": cache}, stdout=subprocess.DEVNULL,
+                                  stderr=subprocess.DEVNULL)
+            if done.returncode not in (0, 1):
+                print(f"{probe}: perfprobe {probe} --quick exited {done.returncode}: its kernels as far as it got")
             rows = json.loads(_python(LIST_CACHED, cache))
         timed = []
         for row in rows:
