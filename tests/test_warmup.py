@@ -68,3 +68,12 @@ def test_jobs_never_exceed_the_kernels_or_the_cpus() -> None:
 
     assert warmup.jobs_for(1) == 1
     assert 1 <= warmup.jobs_for(100) <= len(os.sched_getaffinity(0))
+
+
+def test_nothing_is_compiled_ahead_for_a_cpu_named_by_hand(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(warmup.os, "sched_getaffinity", lambda pid: {0, 1})
+    monkeypatch.setattr(warmup, "missing", lambda kernels: list(kernels))  # as if the cache were empty
+    monkeypatch.setattr(warmup, "compile_ahead", lambda kernels, jobs=None: warmup.Warmed(compiled=len(kernels)))
+    assert warmup.before_run(["cache"]).compiled > 0  # without the name: compiled ahead
+    monkeypatch.setenv("NUMBA_CPU_NAME", "generic")
+    assert warmup.before_run(["cache", "layout"]) is None

@@ -214,8 +214,12 @@ def cache_dir() -> str:
 def before_run(probes: Sequence[str]) -> Warmed | None:
     """What `all` and each probe call before measuring: compile in parallel what the cache lacks,
     when more than one CPU can share the work (on one, compiling ahead saves nothing). None when
-    nothing was done."""
-    if len(os.sched_getaffinity(0)) < 2:
+    nothing was done. Not when NUMBA_CPU_NAME names the CPU to build for (a portable cache, an
+    emulated guest): code built for another CPU may not compile at all (the layout kernels for
+    `generic`: LLVM "couldn't allocate output register for constraint 'x'"), and under emulation
+    (tools/numa-vm, TCG) compiling every probe's kernels ahead ran past a check's 180 s; those
+    runs compile at first call what they run, as before."""
+    if os.environ.get("NUMBA_CPU_NAME") or len(os.sched_getaffinity(0)) < 2:
         return None
     lacking = missing(needed(probes))
     return compile_ahead(lacking) if lacking else None
