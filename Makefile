@@ -20,8 +20,9 @@ $(VENV)/.installed-test: pyproject.toml | $(BIN)/python
 
 comma := ,
 
-## run: install into .venv and run every probe (exit 0 on pass/skip, 1 on warnings only)
+## run: install into .venv, compile the kernels ahead (perfprobe warmup), and run every probe (exit 0 on pass/skip, 1 on warnings only)
 run: $(VENV)/.installed
+	$(BIN)/perfprobe warmup
 	$(BIN)/perfprobe all || [ $$? -eq 1 ]
 
 ## lint: ruff (style, and numba/cupy/NVML kept in kernels/ and probes/*/measure.py) and mypy

@@ -6,7 +6,7 @@ _perfprobe() {
         case "$word" in -*) ;; *) sub="$word"; break ;; esac
     done
     if [ -z "$sub" ]; then
-        COMPREPLY=($(compgen -W "host cache falseshare numa layout branch alloc ipc pinned streams uvm gpumem p2p all compare healthcheck report fleet --version --help" -- "$cur")); return
+        COMPREPLY=($(compgen -W "host cache falseshare numa layout branch alloc ipc pinned streams uvm gpumem p2p all compare healthcheck report warmup fleet --version --help" -- "$cur")); return
     fi
     case "$sub" in
         host) opts="--json --output --fsroot --prom --junit --html --help"; files="--output --prom --junit --html"; dirs="--fsroot"; values="" ;;
@@ -26,6 +26,7 @@ _perfprobe() {
         compare) opts="--json --threshold --mixed --all --help"; files=""; dirs=""; values="--threshold" ;;
         healthcheck) opts="--baseline --mode --node --probes --policy --detached --state --dry-run --json --prom --junit --output --deadline --help"; files="--baseline --policy --prom --junit --output"; dirs="--state"; values="--mode --node --probes --deadline" ;;
         report) opts="--html --help"; files="--html"; dirs=""; values="" ;;
+        warmup) opts="--jobs --json --help"; files=""; dirs=""; values="--jobs" ;;
         fleet) opts="--expect --baseline-out --json --metrics --min-change --nodes --partition --out --help"; files="--baseline-out"; dirs="--out"; values="--expect --metrics --min-change --nodes --partition" ;;
     esac
     case " $dirs " in *" $prev "*) compopt -o filenames 2>/dev/null; COMPREPLY=($(compgen -d -- "$cur")); return ;; esac

@@ -1,5 +1,6 @@
 """The command line and its commands: commands.py (the typer app, a command per registered probe),
-help.py (plain --help), report_command.py (`perfprobe report`), completions.py (shell scripts).
+help.py (plain --help), report_command.py (`perfprobe report`), warmup_command.py (`perfprobe
+warmup`), completions.py (shell scripts).
 
 `main` is the console script (`perfprobe = "perfprobe.cli:main"`) and `python -m perfprobe`. It
 and `app` load commands.py when first used, not when the package is imported: fleet/commands.py

@@ -19,6 +19,7 @@ import typer
 from perfprobe import __version__
 from perfprobe.cli.help import PlainArgsCommand
 from perfprobe.cli.report_command import report as report_command
+from perfprobe.cli.warmup_command import warmup as warmup_command
 from perfprobe.engine.config import Knobs, RunConfig
 from perfprobe.engine.declaration import Declared, ProbeOption
 from perfprobe.errors import UsageError
@@ -176,6 +177,7 @@ from perfprobe.fleet.commands import register as _register_fleet  # noqa: E402 -
 
 _register_fleet(app)
 app.command("report", cls=PlainArgsCommand)(report_command)  # saved runs drawn as HTML (perfprobe/cli/report_command.py)
+app.command("warmup", cls=PlainArgsCommand)(warmup_command)  # kernels compiled ahead (perfprobe/cli/warmup_command.py)
 
 
 def _run(names: list[str], config: RunConfig) -> None:
