@@ -168,3 +168,17 @@ def test_levels_of_any_plausible_hierarchy_are_found_within_a_fifth(
     for level, end, lat in zip(levels, ends, lats):
         assert end / 1.2 <= level.end_bytes <= end * 1.2
         assert lat / 1.1 <= level.latency_ns <= lat * 1.1
+
+
+def test_a_level_with_a_fixed_set_reads_its_latency_there_and_its_end_off_the_plateaus() -> None:
+    sizes, ns = _curve("cache_curve_kvm2c_quiet.json")
+    off_plateau = read_levels(sizes, ns, 3, True, 3, dram_bytes=600 << 20)
+    fixed = read_levels(sizes, ns, 3, True, 3, dram_bytes=600 << 20, fixed={"L3": 4 << 20})
+    at = point_at(sizes, 4 << 20)
+    assert fixed[2].points == (at,) and fixed[2].latency_ns == ns[at]
+    assert [lv.end_bytes for lv in fixed] == [lv.end_bytes for lv in off_plateau]
+    assert fixed[:2] == off_plateau[:2] and fixed[3] == off_plateau[3]
+    # a level the curve did not find has no figure, whatever set it was planned at
+    cut = [i for i, s in enumerate(sizes) if s <= 1 << 20]
+    short = read_levels([sizes[i] for i in cut], [ns[i] for i in cut], 3, False, 3, fixed={"L3": 4 << 20})
+    assert [lv.name for lv in short] == ["L1", "L2"]

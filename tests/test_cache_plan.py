@@ -158,3 +158,18 @@ def test_a_guest_reporting_its_hosts_llc_reads_dram_at_twice_what_its_cpus_can_h
     genoa_x = {**guest, "caches": [*KVM["caches"][:3], {"level": 3, "type": "Unified", "size_bytes": 768 << 20,
                                                         "line_bytes": 64, "shared_cpus": list(range(16))}]}
     assert plan(genoa_x, quick=True).dram_bytes == 1536 << 20
+
+
+def test_l3_latency_is_read_at_one_set_between_the_l2_and_four_l2s_in_both_presets() -> None:
+    """Issue 25: a fixed set, not the plateau off the curve (on shared VMs "L3" is a slope). 4 MiB
+    beside a 2 MiB L2 with a far larger L3; the geometric middle of L2 and L3 where the L3 holds
+    fewer than four L2s; none without an L3, or where the curve stops short of the set."""
+    quick, full = plan(quick=True), plan()
+    assert quick.l3_bytes == full.l3_bytes == 4 << 20
+    small_l3 = {**KVM, "caches": [*KVM["caches"][:3], {"level": 3, "type": "Unified", "size_bytes": 4 << 20,
+                                                       "line_bytes": 64}]}
+    assert plan(small_l3).l3_bytes == int((2 << 20) * 2 ** 0.5) // 64 * 64
+    assert plan({**KVM, "caches": KVM["caches"][:3]}).l3_bytes is None
+    assert plan(knobs=Knobs(max_size=4 << 20)).l3_bytes is None
+    old = Plan(**{k: v for k, v in quick.as_raw().items() if k != "l3_bytes"})  # recorded before l3_bytes
+    assert old.l3_bytes is None

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from perfprobe.probes.cache.trials import TRIALS, more_buffers, one_node, over_trials
 
 
@@ -31,3 +33,33 @@ def test_one_figure_from_trials_is_the_median_of_their_medians_and_says_so() -> 
 def test_a_single_trial_keeps_its_own_repeats_which_are_not_independent() -> None:
     one = {"median": 120.0, "repeats": 3, "samples": [119.0, 120.0, 121.0]}
     assert over_trials([one]) == one and "trials" not in over_trials([one])
+
+
+def test_l3_latency_of_a_real_run_is_the_median_of_five_buffers_at_the_planned_set() -> None:
+    """Recorded on the 2-vCPU Xeon guest (tests/data/cache_xeon2c_quick_l3set.json): L3 read at
+    plan.l3_bytes over five trial buffers held at once, judged by compare as trials."""
+    import json
+    from pathlib import Path
+
+    from perfprobe.probes.cache import judge
+    from perfprobe.probes.cache.curve import point_at
+
+    data = json.loads((Path(__file__).parent / "data" / "cache_xeon2c_quick_l3set.json").read_text())
+    raw = data["raw"]["cache"]
+    at = point_at(raw["curve"]["sizes_bytes"], raw["plan"]["l3_bytes"])
+    point = raw["curve"]["latency_ns"][at]
+    l3 = judge(raw, data["host"]).metrics["latency_ns.L3"]
+    assert raw["plan"]["l3_bytes"] == 4 << 20 and point["trials"] is True and len(point["samples"]) == TRIALS
+    assert l3.value == pytest.approx(point["median"], abs=0.01) and 30 < l3.value < 45
+    assert l3.spread is not None and l3.spread.n == TRIALS and l3.spread.trials and l3.unstable is None
+
+
+def test_a_freshly_linked_cycle_is_walked_several_times_before_it_is_timed() -> None:
+    """One walk left a 4 MiB set at 55-200 ns where it keeps 33-37 ns (the 2-vCPU Xeon guest):
+    small sets get WARM_PASSES walks, sets past WARM_LOADS[1] lines one walk, never more."""
+    from perfprobe.probes.cache.timing import WARM_LOADS, WARM_PASSES, warm_loads
+
+    assert warm_loads(65536) == WARM_PASSES * 65536 <= WARM_LOADS[0]      # 4 MiB of lines
+    assert warm_loads(131072) == WARM_LOADS[0]                              # 8 MiB: four walks
+    assert warm_loads(1 << 20) == WARM_LOADS[1] and warm_loads(1 << 22) == WARM_LOADS[1]
+    assert warm_loads(64) == WARM_PASSES * 64

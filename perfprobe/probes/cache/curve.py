@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Optional, Sequence
+from typing import Mapping, Optional, Sequence
 
 from perfprobe.pure.stats import Stat
 
@@ -164,11 +164,13 @@ def dram_latency(sizes: Sequence[int], ns: Sequence[float], plateau_start: int) 
 
 def read_levels(sizes: Sequence[int], ns: Sequence[float], min_points: int,
                 reaches_dram: bool, reported_levels: int | None = None,
-                dram_bytes: int | None = None) -> list[Level]:
+                dram_bytes: int | None = None, fixed: Mapping[str, int] | None = None) -> list[Level]:
     """Cache levels L1, L2, … (and DRAM, when the curve goes far enough past the last-level cache)
     with their latency, the size where each ends and the points it was read from; never more cache
     levels than reported. DRAM latency is the point at `dram_bytes` when given (the same set in
-    both presets), else the median over the curve's last doubling."""
+    both presets), else the median over the curve's last doubling. A cache level named in `fixed`
+    ({"L3": bytes}) takes its latency from the point at that set, not from its plateau (its end
+    still comes from the plateaus)."""
     most = None if not reported_levels else reported_levels + (1 if reaches_dram else 0)
     plateaus = find_plateaus(sizes, ns, min_points, most)
     levels = []
@@ -188,7 +190,12 @@ def read_levels(sizes: Sequence[int], ns: Sequence[float], min_points: int,
             nxt = plateaus[i + 1].latency_ns
             threshold = plateau.latency_ns + END_FRACTION * (nxt - plateau.latency_ns)
             end = crossing_size(sizes, ns, plateau.first_size, threshold)
-        levels.append(Level(f"L{i + 1}", plateau.latency_ns, end, plateau.indices))
+        name = f"L{i + 1}"
+        if fixed and name in fixed:
+            at = point_at(sizes, fixed[name])
+            levels.append(Level(name, float(ns[at]), end, (at,)))
+        else:
+            levels.append(Level(name, plateau.latency_ns, end, plateau.indices))
     return levels
 
 

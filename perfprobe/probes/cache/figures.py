@@ -53,6 +53,8 @@ class PlanRaw(TypedDict, total=False):
     bulk_repeats: int
     dram_bytes: Optional[int]
     """The set DRAM latency is read at (2x the LLC, both presets); absent in older recordings."""
+    l3_bytes: Optional[int]
+    """The set L3 latency is read at (plan.l3_set, both presets); absent in older recordings."""
 
 
 class CurveRaw(TypedDict):
@@ -206,17 +208,25 @@ def levels_of(raw: CacheRaw, llc: int, reported_levels: int) -> list[Level]:
     """The levels read off the recorded curve (the same reading measure() used for bandwidth), each
     carrying the repeats of the points it was read from (`level_stat`), its latency their median.
     DRAM latency is the point at 2x the LLC (plan.dram_bytes; older recordings: the first point
-    at or past 2x the reported LLC), the same working set in --quick and full runs."""
+    at or past 2x the reported LLC) and L3 latency the point at plan.l3_bytes (older recordings:
+    its plateau), the same working sets in --quick and full runs."""
     curve, plan = raw["curve"], raw["plan"]
     max_bytes = int(plan["max_bytes"])
     dram_bytes = plan.get("dram_bytes") or DRAM_LLC_MULTIPLE * llc
     levels = read_levels(curve["sizes_bytes"], medians(curve["latency_ns"]), int(plan["min_points"]),
-                         reaches_dram(max_bytes, llc), reported_levels, dram_bytes)
+                         reaches_dram(max_bytes, llc), reported_levels, dram_bytes, fixed_sets(plan))
     out = []
     for level in levels:
         stat = level_stat([curve["latency_ns"][i] for i in level.points])
         out.append(dataclasses.replace(level, latency_ns=float(stat["median"]), stat=stat))
     return out
+
+
+def fixed_sets(plan: PlanRaw) -> dict[str, int]:
+    """The cache levels read at a set of the plan's rather than off their plateau: L3 at
+    plan.l3_bytes (recordings made before it read every level off the curve)."""
+    l3 = plan.get("l3_bytes")
+    return {"L3": int(l3)} if l3 else {}
 
 
 def level_stat(points: Sequence[Stat]) -> stats.Stat:

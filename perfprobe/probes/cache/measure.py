@@ -62,6 +62,8 @@ def measure(ctx: ProbeContext) -> dict[str, Any]:
         raw["curve_huge_fraction"] = huge_fraction(buf)
         raw["pattern"] = clock.run("pattern", _pattern, k, buf, plan, timing)
         raw["line"] = clock.run("line", _line, k, buf, plan, timing)
+        if plan.l3_bytes:
+            clock.run("l3 trials", _l3_trials, k, plan, key, huge, raw)
         if plan.dram_bytes:
             dram_read = clock.run("dram trials", _dram_trials, ctx, k, buf, plan, key, huge, place.cpus, raw)
         del buf  # the mapping closes only once no view of it is left
@@ -114,7 +116,7 @@ def _curve(ctx: ProbeContext, k: ModuleType, buf: Any, plan: Plan, timing: m.Tim
     """Random-chase latency at each working-set size, 4 KiB to the largest (and at the set DRAM
     latency is read at, 2x the LLC, whichever the preset)."""
     sizes = curve_sizes(plan.max_bytes, plan.per_doubling, plan.line_bytes,
-                        (plan.dram_bytes,) if plan.dram_bytes else ())
+                        tuple(at for at in (plan.l3_bytes, plan.dram_bytes) if at))
     latencies = []
     m.random_chase_ns(k, buf, sizes[0], plan.line_bytes, m.Timing(0.05, 1))  # clocks up, code hot
     with ctx.progress("cache latency curve", len(sizes)) as task:
@@ -122,6 +124,21 @@ def _curve(ctx: ProbeContext, k: ModuleType, buf: Any, plan: Plan, timing: m.Tim
             latencies.append(m.random_chase_ns(k, buf, size, plan.line_bytes, timing))
             task.advance()
     return {"sizes_bytes": sizes, "latency_ns": latencies}
+
+
+def _l3_trials(k: ModuleType, plan: Plan, timing: m.Timing, huge: bool, raw: dict[str, Any]) -> None:
+    """L3 latency over trial buffers (trials.py) at the plan's L3 set: the curve's point there
+    becomes the figure over the trials, the curve's own timing its first. Why trials: on a shared
+    VM, buffers at different physical pages meet the guest's share of the LLC differently, and a
+    point of one buffer, timed once, moved with what a neighbour did in that moment."""
+    size = int(plan.l3_bytes or 0)
+    curve = raw["curve"]
+    at = point_at(curve["sizes_bytes"], size)
+    with tr.held_buffers(tr.more_buffers(size, plan.cap_bytes, plan.max_bytes), size, huge) as more:
+        latency = list(curve["latency_ns"])
+        latency[at] = tr.latency_trials(k, more, size, plan.line_bytes, timing, first=latency[at], seed=2)
+        del more
+    raw["curve"] = {**curve, "latency_ns": latency}
 
 
 def _dram_trials(ctx: ProbeContext, k: ModuleType, buf: Any, plan: Plan, timing: m.Timing, huge: bool,
@@ -227,7 +244,8 @@ def _bandwidth(ctx: ProbeContext, k: ModuleType, plan: Plan, curve: dict[str, An
     buffers, trials.read_trials) where given, else timed as a key figure (`_timing`)."""
     ns = [p["median"] for p in curve["latency_ns"]]
     levels = read_levels(curve["sizes_bytes"], ns, plan.min_points,
-                         reaches_dram(plan.max_bytes, plan.llc_bytes), len(data_caches(ctx.host)))
+                         reaches_dram(plan.max_bytes, plan.llc_bytes), len(data_caches(ctx.host)),
+                         fixed={"L3": plan.l3_bytes} if plan.l3_bytes else None)
     targets = bandwidth_targets(levels, ctx.host, plan)
     rates = dict(zip(KINDS, (m.read_rates, m.triad_rates)))
     out: dict[str, Any] = {}

@@ -61,6 +61,24 @@ def time_chase(k: ModuleType, buf: np.ndarray, timing: Timing, warm_steps: int) 
     return {**summarize(samples), "steps": steps}
 
 
+WARM_PASSES = 8
+"""Walks of a freshly linked cycle before timing it: linking writes every line, and the first
+walks evict those dirty lines while they load. On a 2-vCPU Xeon guest a 4 MiB set (2x its L2) read
+55-200 ns after one walk, 34-60 ns after four and 33-37 ns after sixteen, in every process; eight
+leave the set in the state it keeps (issue 25: that unsteady first walk was most of the L3 figure's
+drift between runs)."""
+WARM_LOADS = (1 << 19, 1 << 20)
+"""Loads of that warm-up: at least the first (several walks of a set past L2 cost little), at
+most WARM_PASSES walks, and past the second never more than one walk (a DRAM-sized set misses on
+every load whatever its history; a walk of it is what warms its page tables)."""
+
+
+def warm_loads(n_lines: int) -> int:
+    """How many loads warm a random cycle of `n_lines` lines before it is timed (WARM_PASSES)."""
+    floor, ceiling = WARM_LOADS
+    return min(WARM_PASSES * n_lines, max(floor, min(n_lines, ceiling)))
+
+
 def random_chase_ns(k: ModuleType, buf: np.ndarray, size: int, line: int, timing: Timing,
                     seed: int = 1) -> dict[str, Any]:
     """Latency of a random cyclic chase over the first `size` bytes of `buf`, one pointer a line."""
@@ -69,7 +87,7 @@ def random_chase_ns(k: ModuleType, buf: np.ndarray, size: int, line: int, timing
     if n_lines >= k.MAX_LINES:  # the cycle builder's random draw picks among fewer lines than this
         raise ValueError(f"working set of {size} bytes has too many lines ({n_lines}) to link at random")
     k.build_random_cycle(buf, n_lines, line // WORD, seed)
-    return time_chase(k, buf, timing, warm_steps=min(n_lines, 1 << 20))
+    return time_chase(k, buf, timing, warm_steps=warm_loads(n_lines))
 
 
 def sequential_chase_ns(k: ModuleType, buf: np.ndarray, size: int, line: int,
