@@ -62,6 +62,27 @@ def _measure_nothing(ctx):
     return {}
 
 
+class FakeClock:
+    """A clock a test moves by hand: the runner's `_now` in the --quick budget tests, so no test
+    depends on how fast this machine is."""
+
+    def __init__(self):
+        self.now = 0.0
+
+    def __call__(self):
+        return self.now
+
+
+CLOCK = FakeClock()
+SLOW_S = 30.0
+
+
+def _measure_slow(ctx):
+    """Measures what `good` does, taking SLOW_S seconds of CLOCK."""
+    CLOCK.now += SLOW_S
+    return _measure_good(ctx)
+
+
 class _FakeGpu(Gpu):
     """A GPU requirement that is always met: the fake measure raises GpuUnavailable itself."""
 
@@ -75,4 +96,5 @@ PROBES = {
     "gpu": Probe("gpu", "GPU", _judge_good, "fake_probes:_measure_gpu", requires=(_FakeGpu(),)),
     "skippy": Probe("skippy", "Skippy", _judge_good, "fake_probes:_measure_skip"),
     "boom": Probe("boom", "Boom", _judge_good, "fake_probes:_measure_boom"),
+    "slow": Probe("slow", "Slow", _judge_good, "fake_probes:_measure_slow"),
 }

@@ -11,10 +11,13 @@ Runs, on this host, each in a fresh process:
 5. with `--fresh-clone`: `git clone` of this tree and `make run` in it (pip install and `all`).
 
 Each perfprobe run is profiled from inside (this file's `--child` mode): the time to import the CLI;
-the imports of numba and numpy (paid by the first probe that needs them, counted apart); per probe,
-numba's compilation (numba's own `numba:compile` events, which only real compiles raise: a kernel
-loaded from numba's cache is counted in the stage that loaded it), the first measurement (allocation, first touch and timed runs: not split further), the
-re-measurements (confirmations of timing warns and of unstable figures), and judging; then
+the imports of numba and numpy (paid by the first probe that needs them, counted apart); compiling
+ahead; per probe, from the runner's own stage clock (engine/stages.py, the one a `--quick` run past
+its budget reports), numba's compilation (numba's own `numba:compile` events, which only real
+compiles raise: a kernel loaded from numba's cache is counted in the stage that loaded it), the
+first measurement (allocation, first touch and timed runs: not split further), the re-measurements
+(confirmations of timing warns and of unstable figures; before that clock, tables counted these in
+judging too, and an unstable figure's second measurement as measuring), and judging; then
 rendering. It prints a table per run and, with `--md FILE`, replaces this host's section of FILE
 (docs/benchmarks.md's "Speed" part).
 
@@ -43,7 +46,9 @@ SECTION = "## Speed: cold and warm runs (issue 28)"
 
 
 def child(profile_out: Path, argv: list[str]) -> int:
-    """Run `perfprobe ARGV` in this process, timing imports, compiles and the runner's stages."""
+    """Run `perfprobe ARGV` in this process: the imports timed here, each probe's stages read from
+    the runner's own stage clock (ProbeResult.stages_s, engine/stages.py: the one a --quick run past
+    its budget reports) and the compiles from kernels/compile_clock.py."""
     begun = time.perf_counter()
     sys.path.insert(0, str(ROOT))
     from perfprobe import cli
@@ -53,69 +58,19 @@ def child(profile_out: Path, argv: list[str]) -> int:
     heavy = time.perf_counter()
     import numba  # noqa: F401  - the first probe pays this; counted apart so its figure is its own
     import numpy  # noqa: F401
-    from numba.core import event
 
     timings["import_numba_s"] = time.perf_counter() - heavy
-    current = ["(outside a probe)"]
-    probes: dict[str, dict[str, Any]] = defaultdict(lambda: defaultdict(float))
-    compiles: dict[str, dict[str, float]] = defaultdict(lambda: defaultdict(float))
-    depth = [0]
-    started: list[float] = []
-
-    class CompileTimer(event.Listener):
-        """Top-level compiles only: a kernel's callees compile inside it and are counted there."""
-
-        def on_start(self, ev: Any) -> None:
-            depth[0] += 1
-            if depth[0] == 1:
-                started.append(time.perf_counter())
-
-        def on_end(self, ev: Any) -> None:
-            depth[0] -= 1
-            if depth[0] == 0 and started:
-                spent = time.perf_counter() - started.pop()
-                dispatcher = ev.data.get("dispatcher") if isinstance(ev.data, dict) else None
-                name = getattr(getattr(dispatcher, "py_func", None), "__qualname__", "?")
-                module = getattr(getattr(dispatcher, "py_func", None), "__module__", "")
-                compiles[current[0]][f"{module.rsplit('.', 1)[-1]}.{name}"] += spent
-                probes[current[0]]["compile_s"] += spent
-
-    event.register("numba:compile", CompileTimer())
     from perfprobe.engine import runner
+    from perfprobe.kernels import compile_clock
 
-    def timed(stage: str, function: Any) -> Any:
-        def wrapper(probe: Any, *args: Any, **kwargs: Any) -> Any:
-            outer = current[0]
-            current[0] = getattr(probe, "name", outer)
-            compile_before = probes[current[0]]["compile_s"]
-            start = time.perf_counter()
-            try:
-                return function(probe, *args, **kwargs)
-            finally:
-                spent = time.perf_counter() - start
-                compiled = probes[current[0]]["compile_s"] - compile_before
-                probes[current[0]][stage + "_s"] += spent - compiled  # compiles are their own line
-                current[0] = outer
-        return wrapper
-
-    real_ahead = runner._compile_ahead
-
-    def compile_ahead(names: Any) -> None:  # kernels/warmup.py: parallel compiles before the first timing
-        start = time.perf_counter()
-        try:
-            real_ahead(names)
-        finally:
-            timings["compile_ahead_s"] = timings.get("compile_ahead_s", 0.0) + time.perf_counter() - start
-
-    runner._compile_ahead = compile_ahead
-    runner._measure = timed("measure", runner._measure)
-    runner._remeasure = timed("remeasure", runner._remeasure)
-    runner._judged = timed("judge", runner._judged)
+    compile_clock.seconds()  # numba is imported: its compiles are counted from here on
+    reports: list[Any] = []
     render_start = [0.0]
     real_run = runner.run
 
     def run_and_mark(*args: Any, **kwargs: Any) -> Any:
         report = real_run(*args, **kwargs)
+        reports.append(report)
         render_start[0] = time.perf_counter()
         return report
 
@@ -128,8 +83,17 @@ def child(profile_out: Path, argv: list[str]) -> int:
     ended = time.perf_counter()
     timings["render_s"] = ended - render_start[0] if render_start[0] else 0.0
     timings["total_in_process_s"] = ended - begun
+    probes: dict[str, dict[str, float]] = defaultdict(lambda: defaultdict(float))
+    for report in reports:
+        budget = report.quick_budget  # a --quick run: its time outside the probes (the runner's clock)
+        if budget is not None:
+            timings["compile_ahead_s"] = timings.get("compile_ahead_s", 0.0) + budget.compile_ahead_s
+            timings["outside_s"] = timings.get("outside_s", 0.0) + budget.outside_s - budget.compile_ahead_s
+        for result in report.results:  # a GPU probe on several GPUs: summed
+            for stage, seconds in result.stages_s.items():
+                probes[result.probe][stage + "_s"] += seconds
     timings["probes"] = {name: dict(stages) for name, stages in probes.items()}
-    timings["compiles"] = {name: dict(kernels) for name, kernels in compiles.items()}
+    timings["compiles"] = compile_clock.by_kernel()
     profile_out.write_text(json.dumps(timings, indent=1))
     return code
 
@@ -157,7 +121,8 @@ def table(run: dict[str, Any]) -> list[str]:
              "| --- | ---: | ---: | ---: | ---: |",
              f"| import the CLI | | {profile.get('import_cli_s', 0):.2f} | | |",
              f"| import numba, numpy | | {profile.get('import_numba_s', 0):.2f} | | |",
-             f"| compile ahead, in parallel (and the cache check) | {profile.get('compile_ahead_s', 0):.2f} | | | |"]
+             f"| compile ahead, in parallel | {profile.get('compile_ahead_s', 0):.2f} | | | |",
+             f"| the rest outside the probes (host facts, numba's cache checked) | | {profile.get('outside_s', 0):.2f} | | |"]
     if not profile.get("probes") and run["argv"][:1] == ["healthcheck"]:
         lines[0] += " (its probes run in a child process: only the wall time is profiled here)"
     for name, stages in (profile.get("probes") or {}).items():
@@ -166,7 +131,7 @@ def table(run: dict[str, Any]) -> list[str]:
         lines.append(f"| {name} | {stages.get('compile_s', 0):.2f} | {stages.get('measure_s', 0):.2f} | "
                      f"{stages.get('remeasure_s', 0):.2f} | {stages.get('judge_s', 0):.2f} |")
     lines.append(f"| render and write | | {profile.get('render_s', 0):.2f} | | |")
-    compiles = {k: v for kernels in (profile.get("compiles") or {}).values() for k, v in kernels.items()}
+    compiles: dict[str, float] = dict(profile.get("compiles") or {})
     slowest = sorted(compiles.items(), key=lambda kv: -kv[1])[:8]
     if slowest and sum(compiles.values()) > 0.5:
         lines += ["", "slowest compiles: " + ", ".join(f"{k} {v:.2f} s" for k, v in slowest)]

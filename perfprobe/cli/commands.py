@@ -196,6 +196,10 @@ def _run(names: list[str], config: RunConfig) -> None:
         from perfprobe.render.table import render_report
 
         render_report(report, _stdout_console())
+    if report.quick_budget is not None:  # past its budget: where the time went, on stderr (exit unchanged)
+        from perfprobe.engine.quick_budget import overrun_text
+
+        sys.stderr.write(overrun_text(report.quick_budget))
     for line in failed:
         sys.stderr.write(f"perfprobe: error: {line}\n")
     raise typer.Exit(2 if failed else runner.exit_code(report))

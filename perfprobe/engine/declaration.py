@@ -105,6 +105,11 @@ class Declared:
       `fleet` looks for outliers in and the health check drains on; () for none; None (not
       declared) takes every rate and timing of the probe.
     - `docs`: its page (method, metric names, a "## Verdict rules" table the README gathers).
+    - `quick_budget_s`: the seconds its `--quick` run should take on a warm numba cache, per GPU
+      for a GPU probe: what it took on the slowest host measured, with headroom (its declared.py
+      names the host). Stated, not enforced: the plan decides the time, so its figures keep their
+      noise; a `--quick` run past the sum of its probes' budgets says where the time went
+      (engine/quick_budget.py). None (a probe outside perfprobe/ that declares none): no budget.
     """
 
     name: str
@@ -115,6 +120,7 @@ class Declared:
     headline: tuple[str, ...] = ()
     key_figures: tuple[str, ...] | None = None
     docs: str = ""
+    quick_budget_s: float | None = None
 
     @property
     def docs_page(self) -> str:

@@ -163,6 +163,47 @@ class ProbeResult:
     curves: tuple[Curve, ...] = ()
     key_figure: str = ""
     device: int | None = None
+    stages_s: Mapping[str, float] = field(default_factory=dict)
+    """Where `duration_s` went (engine/stages.py): seconds compiling, measuring, re-measuring and
+    judging; what a `--quick` run past its budget names, and what tools/bench_speed.py tabulates."""
+
+
+@dataclass(frozen=True)
+class Overrun:
+    """One probe (on one GPU) that took longer than its declared `--quick` budget, and where the
+    time went (its stages_s)."""
+
+    probe: str
+    device: int | None
+    budget_s: float
+    wall_s: float
+    stages_s: Mapping[str, float] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class QuickBudget:
+    """A `--quick` run against its time budget (engine/quick_budget.py): the sum of the declared
+    budgets of the probes it measured, the run's wall time, what of it went outside the probes (host
+    facts, numba's cache checked, kernels compiled ahead) and to compiling ahead, and the probes
+    over their own budget. A slow run is reported, never failed: it changes no exit code."""
+
+    budget_s: float
+    wall_s: float
+    outside_s: float = 0.0
+    compile_ahead_s: float = 0.0
+    over: tuple[Overrun, ...] = ()
+
+    @property
+    def spent_s(self) -> float:
+        """What the budget is held against: the probes' time and compiling ahead (a cold cache is
+        what makes a run slow); not the start-up (host facts, numba imported to check its cache),
+        which would take a one-probe run of a fraction of a second past its budget every time."""
+        return max(0.0, self.wall_s - self.outside_s) + self.compile_ahead_s
+
+    @property
+    def exceeded(self) -> bool:
+        """Past the budget; never when nothing was budgeted (every probe skipped)."""
+        return self.budget_s > 0 and self.spent_s > self.budget_s
 
 
 @dataclass(frozen=True)
@@ -178,6 +219,9 @@ class Report:
     """How disturbed the run was (host/load.py: CPU time the hypervisor stole and other processes
     used during it) and what that did (hold-backs, unstable figures; stability.disturbance): compare
     calls no regression from a disturbed run."""
+    quick_budget: QuickBudget | None = None
+    """A live `--quick` run's time against its budget; None otherwise (a full run, a replay, a
+    probe that declares no budget)."""
 
     @property
     def verdict(self) -> Verdict:

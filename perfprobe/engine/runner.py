@@ -18,12 +18,13 @@ from pathlib import Path
 from typing import Any, Mapping, Sequence
 
 from perfprobe import __version__
-from perfprobe.engine import confirm, stability
+from perfprobe.engine import confirm, quick_budget, stability
 from perfprobe.engine.config import RunConfig
-from perfprobe.engine.model import Assessment, Finding, ProbeResult, Report, Verdict
+from perfprobe.engine.model import Assessment, Finding, ProbeResult, QuickBudget, Report, Verdict
 from perfprobe.engine.probe import Probe, ProbeContext, ProgressFactory
 from perfprobe.engine.progress import null_progress
 from perfprobe.engine.registry import load_probe
+from perfprobe.engine.stages import StageClock
 from perfprobe.errors import BindError, GpuUnavailable, ProbeSkipped, UsageError
 from perfprobe.host.identity import stamped
 from perfprobe.system.process_state import preserved
@@ -31,21 +32,44 @@ from perfprobe.system.process_state import preserved
 EXIT_OK, EXIT_WARN, EXIT_USAGE, EXIT_ERROR = 0, 1, 2, 3
 BIND_ADVICE = ("nothing was measured: check the cpuset and memory policy this process inherits "
                "(numactl --show) and that the kernel was built with NUMA support")
+_now = time.perf_counter
+"""The runner's one clock: the run's, each probe's and each stage's time (tests replace it)."""
 
 
-def _compile_ahead(names: Sequence[str]) -> None:
+def _compile_seconds() -> float:
+    """numba's compile seconds so far in this process (kernels/compile_clock.py): what the stage
+    clock moves out of measuring into compiling. 0 when it cannot be read: the split is a report."""
+    try:
+        from perfprobe.kernels import compile_clock
+
+        return compile_clock.seconds()
+    except Exception:  # noqa: BLE001 - no numba, or one that changed its events: nothing is moved
+        return 0.0
+
+
+def _listen_to_compiles(names: Sequence[str]) -> None:
+    try:
+        from perfprobe.kernels import compile_clock
+
+        compile_clock.listen(names)
+    except Exception:  # noqa: BLE001 - compiles then count as measuring: a report, never a failure
+        pass
+
+
+def _compile_ahead(names: Sequence[str]) -> int:
     """Compile the kernels of `names` that numba's cache lacks, in parallel children, and wait
-    (kernels/warmup.py); a note on a terminal's stderr says what it cost. Never fails a run: a
-    kernel not compiled here compiles at its first call."""
+    (kernels/warmup.py); a note on a terminal's stderr says what it cost. How many it compiled.
+    Never fails a run: a kernel not compiled here compiles at its first call."""
     try:
         from perfprobe.kernels import warmup
 
         done = warmup.before_run(names)
     except Exception:  # noqa: BLE001 - compiling ahead is an optimisation only
-        return
+        return 0
     if done is not None and done.compiled and sys.stderr.isatty():
         sys.stderr.write(f"perfprobe: compiled {done.compiled} kernels ahead in {done.seconds:.1f} s "
                          f"({done.jobs} processes; numba's cache: {done.cache})\n")
+    return done.compiled if done is not None else 0
 
 
 def exit_code(report: Report) -> int:
@@ -58,7 +82,7 @@ def exit_code(report: Report) -> int:
 
 def run(names: Sequence[str], config: RunConfig, progress: ProgressFactory = null_progress) -> Report:
     """Run the named probes in order and gather their results into one Report."""
-    started = time.perf_counter()
+    started = _now()
     if config.fsroot is not None:
         _check_fsroot(config)
     recording = _load_replay(config) if config.replay else None
@@ -68,14 +92,18 @@ def run(names: Sequence[str], config: RunConfig, progress: ProgressFactory = nul
     for probe in probes:  # a knob this host cannot honour is exit 2 before anything runs
         if probe.check_knobs is not None and not config.replay:
             probe.check_knobs(config, host)
+    ahead_s = 0.0
     if recording is None and config.fsroot is None:
-        _compile_ahead(names)  # before the load watch and the first timing: compiles disturb neither
+        _listen_to_compiles(names)
+        ahead_started = _now()
+        if _compile_ahead(names):  # before the load watch and the first timing: compiles disturb neither
+            ahead_s = _now() - ahead_started  # (numba's cache checked and nothing compiled: start-up)
     watch = _LoadWatch.start(config) if recording is None else None
     try:
         binding = _apply_binding(config, host)
     except BindError as exc:  # the node was valid but the host did not honour the binding
         failed = tuple(_skipped(p.name, None, str(exc), BIND_ADVICE, Verdict.ERROR) for p in probes)
-        return Report(__version__, host, failed, time.perf_counter() - started,
+        return Report(__version__, host, failed, _now() - started,
                       disturbance=_disturbance(failed, watch.stop(host) if watch else {}))
     devices = _devices_for(probes, config, recording)
     together = _devices_together(probes, config, recording, devices)
@@ -96,8 +124,19 @@ def run(names: Sequence[str], config: RunConfig, progress: ProgressFactory = nul
     measured = watch.stop(host) if watch else dict(recording.get("run") or {}) if recording else {}
     if config.record:
         _write_recording(config.record, host, raws, measured)
-    return Report(__version__, host, tuple(results), time.perf_counter() - started,
-                  disturbance=_disturbance(results, measured))
+    wall_s = _now() - started
+    return Report(__version__, host, tuple(results), wall_s, disturbance=_disturbance(results, measured),
+                  quick_budget=_quick_budget(config, names, results, wall_s, ahead_s))
+
+
+def _quick_budget(config: RunConfig, names: Sequence[str], results: Sequence[ProbeResult], wall_s: float,
+                  ahead_s: float) -> QuickBudget | None:
+    """A live --quick run against the sum of its probes' declared budgets (quick_budget.py); None
+    for a full run, a replay, or a probe that declares no budget."""
+    if not config.quick or config.replay is not None or config.fsroot is not None:
+        return None
+    budgets = quick_budget.declared_budgets(names)
+    return None if budgets is None else quick_budget.assess(results, budgets, wall_s, ahead_s)
 
 
 def _disturbance(results: Sequence[ProbeResult], measured: Mapping[str, Any]) -> dict[str, object]:
@@ -148,9 +187,11 @@ def _own_cpu_s() -> float:
 def run_one(probe: Probe, ctx: ProbeContext, binding: Mapping[str, Any] | None,
             replayed: Mapping[str, Any] | None = None) -> tuple[ProbeResult, dict[str, Any] | None]:
     """Measure (or take the replayed numbers) and judge one probe; failures become results."""
-    started = time.perf_counter()
+    started = _now()
+    stages = StageClock(_now, _compile_seconds)
     try:
-        raw = dict(replayed) if replayed is not None else _measure(probe, ctx)
+        with stages.stage("measure"):
+            raw = dict(replayed) if replayed is not None else _measure(probe, ctx)
     except GpuUnavailable as exc:
         verdict = Verdict.ERROR if ctx.config.require_gpu else Verdict.SKIP
         reason = exc.reason
@@ -162,30 +203,33 @@ def run_one(probe: Probe, ctx: ProbeContext, binding: Mapping[str, Any] | None,
     except KeyboardInterrupt:
         raise
     except Exception as exc:  # noqa: BLE001 - the one place that turns any failure into a result
-        return _failed(probe.name, ctx.device, "measuring", exc, started), None
+        return _failed(probe.name, ctx.device, "measuring", exc, started, stages.seconds), None
     try:
-        assessment = _judged(probe, ctx, raw, replayed is not None)
-        assessment = _stable(probe, ctx, raw, assessment, replayed is not None)
+        with stages.stage("judge"):
+            assessment = _judged(probe, ctx, raw, replayed is not None, stages)
+            assessment = _stable(probe, ctx, raw, assessment, replayed is not None, stages)
     except Exception as exc:  # noqa: BLE001
-        return _failed(probe.name, ctx.device, "judging", exc, started), raw
+        return _failed(probe.name, ctx.device, "judging", exc, started, stages.seconds), raw
     facts = dict(assessment.facts)
     if binding is not None:
         facts["binding"] = dict(binding)
     result = ProbeResult(
         probe=probe.name, verdict=assessment.verdict, summary=assessment.summary,
         metrics=dict(assessment.metrics), findings=tuple(assessment.findings), facts=facts,
-        duration_s=time.perf_counter() - started, tables=tuple(assessment.tables),
-        curves=tuple(assessment.curves), key_figure=assessment.key_figure, device=ctx.device)
+        duration_s=_now() - started, tables=tuple(assessment.tables),
+        curves=tuple(assessment.curves), key_figure=assessment.key_figure, device=ctx.device,
+        stages_s=dict(stages.seconds))
     return result, raw
 
 
-def _judged(probe: Probe, ctx: ProbeContext, raw: dict[str, Any], replaying: bool) -> Assessment:
+def _judged(probe: Probe, ctx: ProbeContext, raw: dict[str, Any], replaying: bool,
+            stages: StageClock) -> Assessment:
     """judge, then confirm its timing-based warns."""
-    return _confirmed(probe, ctx, raw, probe.judge(raw, ctx.host), replaying)
+    return _confirmed(probe, ctx, raw, probe.judge(raw, ctx.host), replaying, stages)
 
 
 def _stable(probe: Probe, ctx: ProbeContext, raw: dict[str, Any], first: Assessment,
-            replaying: bool) -> Assessment:
+            replaying: bool, stages: StageClock) -> Assessment:
     """Figures whose repeats disagree or that break a relation (stability.py): the probe is measured
     once more (kept in raw[stability.SECOND_RAW], so a replay judges the same), the measurement with
     fewer unstable figures stands, and what is unstable in it is marked and judged by nobody. A
@@ -197,7 +241,8 @@ def _stable(probe: Probe, ctx: ProbeContext, raw: dict[str, Any], first: Assessm
     second_raw = raw.get(stability.SECOND_RAW)
     if second_raw is None and not replaying:
         try:
-            second_raw = _measure(probe, ctx)
+            with stages.stage("remeasure"):
+                second_raw = _measure(probe, ctx)
         except KeyboardInterrupt:
             raise
         except Exception:  # noqa: BLE001 - the first measurement stands, its unstable figures marked
@@ -207,7 +252,7 @@ def _stable(probe: Probe, ctx: ProbeContext, raw: dict[str, Any], first: Assessm
     if second_raw is None:
         return mark(first, found, remeasured=False)
     try:
-        second = _judged(probe, ctx, second_raw, replaying)
+        second = _judged(probe, ctx, second_raw, replaying, stages)
     except Exception:  # noqa: BLE001 - numbers that cannot be judged: the first stands, marked
         return mark(first, found, remeasured=True)
     found_again = stability.unstable(second.metrics, probe.relations, probe.spread_bound)
@@ -217,7 +262,7 @@ def _stable(probe: Probe, ctx: ProbeContext, raw: dict[str, Any], first: Assessm
 
 
 def _confirmed(probe: Probe, ctx: ProbeContext, raw: dict[str, Any], first: Assessment,
-               replaying: bool) -> Assessment:
+               replaying: bool, stages: StageClock) -> Assessment:
     """Timing-based warns re-measured and judged again before they are issued (confirm.py). The
     re-measured numbers go into `raw` (so a recording replays the same verdicts); replaying, the
     recorded ones are judged. A re-measurement that fails leaves the first judgement standing."""
@@ -228,7 +273,8 @@ def _confirmed(probe: Probe, ctx: ProbeContext, raw: dict[str, Any], first: Asse
     if second_raw is None and not replaying and not ctx.config.confirm_warns:
         return dataclasses.replace(first, findings=confirm.not_remeasured(first.findings))
     if second_raw is None and not replaying:
-        second_raw = _remeasure(probe, ctx, raw, keys)
+        with stages.stage("remeasure"):
+            second_raw = _remeasure(probe, ctx, raw, keys)
         if second_raw is not None:
             raw[confirm.SECOND_RAW] = second_raw
     if second_raw is None:
@@ -380,12 +426,13 @@ def _record_key(name: str, device: int | None) -> str:
 def _skipped(name: str, device: int | None, reason: str, hint: str,
              verdict: Verdict = Verdict.SKIP, started: float | None = None) -> ProbeResult:
     finding = Finding(verdict, reason, hint)
-    duration = time.perf_counter() - started if started is not None else 0.0
+    duration = _now() - started if started is not None else 0.0
     return ProbeResult(probe=name, verdict=verdict, summary=reason, findings=(finding,),
                        duration_s=duration, device=device)
 
 
-def _failed(name: str, device: int | None, stage: str, exc: BaseException, started: float) -> ProbeResult:
+def _failed(name: str, device: int | None, stage: str, exc: BaseException, started: float,
+            stages_s: Mapping[str, float] | None = None) -> ProbeResult:
     message = f"{stage} failed: {type(exc).__name__}: {exc}".strip()
     where = traceback.extract_tb(exc.__traceback__)[-1:] if exc.__traceback__ else []
     at = f" (at {where[0].filename.rsplit('/', 1)[-1]}:{where[0].lineno})" if where else ""
@@ -399,5 +446,5 @@ def _failed(name: str, device: int | None, stage: str, exc: BaseException, start
             advice = "raise the limit (ulimit -v unlimited) or ask for a smaller size"
     finding = Finding(Verdict.ERROR, message + at, advice)
     return ProbeResult(probe=name, verdict=Verdict.ERROR, summary=message, findings=(finding,),
-                       duration_s=time.perf_counter() - started, device=device)
+                       duration_s=_now() - started, device=device, stages_s=dict(stages_s or {}))
 

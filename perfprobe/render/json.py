@@ -7,13 +7,13 @@ import math
 from collections.abc import Mapping
 from typing import Any
 
-from perfprobe.engine.model import Curve, Finding, Metric, ProbeResult, Report, Table
+from perfprobe.engine.model import Curve, Finding, Metric, ProbeResult, QuickBudget, Report, Table
 from perfprobe.render import unstable_figures
 
 
 def report_to_dict(report: Report) -> dict[str, Any]:
     """The report as plain JSON-ready data, in the documented schema's shape."""
-    return {
+    out = {
         "schema_version": report.schema_version,
         "perfprobe_version": report.perfprobe_version,
         "host": _clean(report.host),
@@ -24,6 +24,9 @@ def report_to_dict(report: Report) -> dict[str, Any]:
         "unstable": [{"probe": r.probe, "device": r.device, "metric": name, "reason": m.unstable}
                      for r, name, m in unstable_figures(report.results)],
     }
+    if report.quick_budget is not None:  # a live --quick run only (schema: optional)
+        out["quick_budget"] = _quick_budget(report.quick_budget)
+    return out
 
 
 def report_to_json(report: Report) -> str:
@@ -44,6 +47,16 @@ def _result(result: ProbeResult) -> dict[str, Any]:
         "curves": [_curve(c) for c in result.curves],
         "duration_s": round(result.duration_s, 3),
     }
+
+
+def _quick_budget(budget: QuickBudget) -> dict[str, Any]:
+    """The run against its --quick budget; `over`: each probe past its own, with its stages."""
+    return {"budget_s": round(budget.budget_s, 3), "spent_s": round(budget.spent_s, 3),
+            "exceeded": budget.exceeded, "wall_s": round(budget.wall_s, 3), "outside_s": round(budget.outside_s, 3),
+            "compile_ahead_s": round(budget.compile_ahead_s, 3),
+            "over": [{"probe": o.probe, "device": o.device, "budget_s": round(o.budget_s, 3),
+                      "wall_s": round(o.wall_s, 3), "stages_s": {k: round(v, 3) for k, v in o.stages_s.items()}}
+                     for o in budget.over]}
 
 
 def _finding(finding: Finding) -> dict[str, Any]:

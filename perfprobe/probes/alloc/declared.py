@@ -14,4 +14,8 @@ DECLARED = Declared(
     ),
     headline=("malloc_ns.1t.mixed", "malloc_ns.all.mixed", "pool_speedup.1t.mixed", "first_touch_ns.4K"),
     key_figures=(),
+    # --quick budget: about 1.5x the slowest warm run below (0.5 s at least), headroom for a busier host;
+    # 2-vCPU guest, warm: 1.4-2.7 s (docs/benchmarks.md, tests/data/compare_runs_kvm2c_quick.json);
+    # H200 machine's 16-CPU guest 1.0-1.5 s
+    quick_budget_s=4.0,
 )

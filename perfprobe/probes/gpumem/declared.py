@@ -11,4 +11,7 @@ DECLARED = Declared(
     options=(SIZE,), gpu=True,
     headline=("dram_gbs.read", "dram_fraction_of_peak", "coalesce_slowdown.stride32", "bank_conflict_slowdown.32way"),
     key_figures=("dram_gbs.read",),
+    # --quick budget: about 1.5x the slowest warm run below (0.5 s at least), headroom for a busier host;
+    # per GPU; H200 machine's guest, warm: 0.4 s (docs/benchmarks.md), 0.6 s with compiles
+    quick_budget_s=1.0,
 )

@@ -10,4 +10,7 @@ DECLARED = Declared(
                          into="run"),),
     headline=("cpus.usable", "memory.total_bytes"),
     key_figures=("cpus.online", "cpus.usable", "memory.total_bytes", "gpus", "numa.nodes"),
+    # --quick budget: about 1.5x the slowest warm run below (0.5 s at least), headroom for a busier host;
+    # reads files and times nothing: 0.00 s on both hosts of docs/benchmarks.md's Speed section
+    quick_budget_s=0.5,
 )

@@ -11,4 +11,7 @@ DECLARED = Declared(
     options=(SIZE,), gpu=True,
     headline=("p2p_gbs.0.1", "p2p_bidir_gbs.0.1", "p2p_latency_us.0.1", "p2p_fraction.0.1"),
     key_figures=(),
+    # --quick budget: an estimate, not a measurement: no multi-GPU quick run is recorded (one GPU: it skips in
+    # 0.01 s); at most 6 pairs of a few copies each (plan.PRESETS.quick), peer setup included
+    quick_budget_s=4.0,
 )

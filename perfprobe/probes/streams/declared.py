@@ -11,4 +11,8 @@ DECLARED = Declared(
     options=(SIZE,), gpu=True,
     headline=("best.speedup", "best.efficiency", "both_directions_gbs"),
     key_figures=(),
+    # --quick budget: about 1.5x the slowest warm run below (0.5 s at least), headroom for a busier host;
+    # per GPU; H200 machine's guest, warm: 4.0-4.8 s (docs/benchmarks.md), 5.1 s at most in
+    # tests/data/compare_runs_h200_quick.json
+    quick_budget_s=7.0,
 )
