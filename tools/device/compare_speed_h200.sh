@@ -15,18 +15,18 @@ cp docs/results/compare-stability.md "$W/compare-stability.md"; cp docs/benchmar
 pack() { tar -czf "$OUT/runs.tgz" -C "$W" runs 2>/dev/null; cp "$W"/*.md "$W"/*.log "$OUT/" 2>/dev/null; }
 uptime > "$W/steps.log"
 if want compare; then
-    timeout 240 "$PY" tools/compare_stability.py --runs 5 --ordered --against-baseline --out "$W/runs" \
+    timeout 200 "$PY" tools/compare_stability.py --runs 5 --ordered --against-baseline --out "$W/runs" \
         --md "$W/compare-stability.md" -- --require-gpu > "$W/compare.log" 2>&1
     echo "compare exit $? at ${SECONDS}s" | tee -a "$W/steps.log"; pack
 fi
 if want planted; then
-    timeout 200 "$PY" tools/planted_changes.py --runs "$W/runs" --jobs 12 --md "$W/compare-stability.md" \
+    timeout 170 "$PY" tools/planted_changes.py --runs "$W/runs" --jobs 12 --md "$W/compare-stability.md" \
         > "$W/planted.log" 2>&1
     echo "planted exit $? at ${SECONDS}s" | tee -a "$W/steps.log"; pack
 fi
 if want health; then
     "$PY" -m perfprobe fleet "$W"/runs/run0?.json --baseline-out "$W/baseline.json" > /dev/null 2>&1
-    timeout 200 "$PY" tools/healthcheck_stability.py --baseline "$W/baseline.json" --runs 20 > "$W/health.log" 2>&1
+    timeout 170 "$PY" tools/healthcheck_stability.py --baseline "$W/baseline.json" --runs 20 > "$W/health.log" 2>&1
     echo "health exit $? at ${SECONDS}s" | tee -a "$W/steps.log"; pack
 fi
 if want speed; then
