@@ -42,8 +42,14 @@ def fakes(monkeypatch: pytest.MonkeyPatch) -> fake_probes.FakeClock:
 def test_every_probe_declares_a_budget_and_all_quick_s_is_their_sum() -> None:
     declared = {name: declaration(name).quick_budget_s for name in all_probe_names()}
     assert all(isinstance(s, float) and s > 0 for s in declared.values()), declared
-    assert quick_budget.total_budget_s(all_probe_names()) == pytest.approx(sum(declared.values()))
-    assert quick_budget.total_budget_s(["cache", "numa"]) == declared["cache"] + declared["numa"]
+    def budget_of(names: list[str]) -> float:  # a run that measured each of `names` once (on one GPU)
+        budgets = quick_budget.declared_budgets(names)
+        assert budgets is not None
+        results = [ProbeResult(probe=n, verdict=Verdict.PASS, summary="", duration_s=0.1) for n in names]
+        return quick_budget.assess(results, budgets, wall_s=1.0).budget_s
+
+    assert budget_of(all_probe_names()) == pytest.approx(sum(declared.values()))
+    assert budget_of(["cache", "numa"]) == declared["cache"] + declared["numa"]
 
 
 def test_a_probe_that_declares_no_budget_leaves_the_run_without_one(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -1,8 +1,8 @@
 """A `--quick` run against its time budget, and the words for one that ran past it.
 
 Each probe declares its budget once (`Declared.quick_budget_s`, from warm runs measured on real
-hosts); a run's budget is their sum, over the probes it measured, so `all --quick`'s budget is
-never a second number written by hand. It is held against the probes' time and compiling ahead,
+hosts); a run's budget is their sum, over the probes it measured (`assess`), so `all --quick`'s
+budget is never a second number written by hand. It is held against the probes' time and compiling ahead,
 not perfprobe's start-up (QuickBudget.spent_s). Speed must not buy noise: the budget changes no plan and
 no repeats, and a run past it fails nothing; it says where its time went (engine/stages.py), so a
 slow probe, a cold numba cache or a re-measurement is named rather than guessed at. Pure: the
@@ -30,13 +30,6 @@ def declared_budgets(names: Sequence[str]) -> dict[str, float] | None:
     if any(budget is None for budget in budgets.values()):
         return None
     return {name: float(budget or 0.0) for name, budget in budgets.items()}
-
-
-def total_budget_s(names: Sequence[str]) -> float | None:
-    """The budget of a `--quick` run of `names` that measures each once: the sum of theirs
-    (`all --quick`: every registered probe's); None when one declares none."""
-    budgets = declared_budgets(names)
-    return None if budgets is None else sum(budgets.values())
 
 
 def assess(results: Sequence[ProbeResult], budgets: Mapping[str, float], wall_s: float,

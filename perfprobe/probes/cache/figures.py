@@ -222,7 +222,7 @@ def levels_of(raw: CacheRaw, llc: int, reported_levels: int) -> list[Level]:
     return out
 
 
-def fixed_sets(plan: PlanRaw) -> dict[str, int]:
+def fixed_sets(plan: Mapping[str, Any]) -> dict[str, int]:
     """The cache levels read at a set of the plan's rather than off their plateau: L3 at
     plan.l3_bytes (recordings made before it read every level off the curve)."""
     l3 = plan.get("l3_bytes")

@@ -20,7 +20,7 @@ from perfprobe.probes.cache import trials as tr
 from perfprobe.probes.cache.background import BackgroundMeter
 from perfprobe.probes.cache.buffers import huge_fraction, page_buffer
 from perfprobe.probes.cache.curve import curve_sizes, point_at, read_levels
-from perfprobe.probes.cache.figures import KINDS, implausible_all
+from perfprobe.probes.cache.figures import KINDS, fixed_sets, implausible_all
 from perfprobe.probes.cache.plan import (
     PAIR_BLOCK,
     PAIR_OFFSETS,
@@ -113,8 +113,8 @@ def _set_threads(wanted: int) -> int:
 
 
 def _curve(ctx: ProbeContext, k: ModuleType, buf: Any, plan: Plan, timing: m.Timing) -> dict[str, Any]:
-    """Random-chase latency at each working-set size, 4 KiB to the largest (and at the set DRAM
-    latency is read at, 2x the LLC, whichever the preset)."""
+    """Random-chase latency at each working-set size, 4 KiB to the largest (and at the sets L3 and
+    DRAM latency are read at, plan.l3_bytes and 2x the LLC, whichever the preset)."""
     sizes = curve_sizes(plan.max_bytes, plan.per_doubling, plan.line_bytes,
                         tuple(at for at in (plan.l3_bytes, plan.dram_bytes) if at))
     latencies = []
@@ -131,14 +131,24 @@ def _l3_trials(k: ModuleType, plan: Plan, timing: m.Timing, huge: bool, raw: dic
     becomes the figure over the trials, the curve's own timing its first. Why trials: on a shared
     VM, buffers at different physical pages meet the guest's share of the LLC differently, and a
     point of one buffer, timed once, moved with what a neighbour did in that moment."""
-    size = int(plan.l3_bytes or 0)
-    curve = raw["curve"]
-    at = point_at(curve["sizes_bytes"], size)
-    with tr.held_buffers(tr.more_buffers(size, plan.cap_bytes, plan.max_bytes), size, huge) as more:
-        latency = list(curve["latency_ns"])
-        latency[at] = tr.latency_trials(k, more, size, plan.line_bytes, timing, first=latency[at], seed=2)
-        del more
-    raw["curve"] = {**curve, "latency_ns": latency}
+    more = tr.more_buffers(int(plan.l3_bytes or 0), plan.cap_bytes, plan.max_bytes)
+    raw["curve"] = point_over_trials(k, raw["curve"], int(plan.l3_bytes or 0), plan.line_bytes, timing, huge,
+                                     more, keep_first=True, seed=2)
+
+
+def point_over_trials(k: ModuleType, curve: dict[str, Any], at_bytes: int, line: int, timing: m.Timing,
+                      huge: bool, count: int, keep_first: bool, seed: int) -> dict[str, Any]:
+    """`curve` with its point at `at_bytes` timed over `count` fresh buffers held at once
+    (trials.latency_trials), each linked with its own permutation from `seed` on; `keep_first`:
+    the point's own timing is the first trial (a measurement), else it is replaced (a re-measurement)."""
+    sizes = list(curve["sizes_bytes"])
+    at = point_at(sizes, at_bytes)
+    latency = list(curve["latency_ns"])
+    with tr.held_buffers(count, sizes[at], huge) as held:
+        latency[at] = tr.latency_trials(k, held, sizes[at], line, timing,
+                                        first=latency[at] if keep_first else None, seed=seed)
+        del held
+    return {**curve, "latency_ns": latency}
 
 
 def _dram_trials(ctx: ProbeContext, k: ModuleType, buf: Any, plan: Plan, timing: m.Timing, huge: bool,
@@ -245,7 +255,7 @@ def _bandwidth(ctx: ProbeContext, k: ModuleType, plan: Plan, curve: dict[str, An
     ns = [p["median"] for p in curve["latency_ns"]]
     levels = read_levels(curve["sizes_bytes"], ns, plan.min_points,
                          reaches_dram(plan.max_bytes, plan.llc_bytes), len(data_caches(ctx.host)),
-                         fixed={"L3": plan.l3_bytes} if plan.l3_bytes else None)
+                         fixed=fixed_sets(plan.as_raw()))
     targets = bandwidth_targets(levels, ctx.host, plan)
     rates = dict(zip(KINDS, (m.read_rates, m.triad_rates)))
     out: dict[str, Any] = {}
@@ -318,15 +328,10 @@ def remeasure(ctx: ProbeContext, raw: dict[str, Any], keys: tuple[str, ...]) -> 
 def dram_latency_trials(k: ModuleType, plan: Plan, timing: m.Timing, huge: bool, curve: dict[str, Any],
                         trials: int) -> dict[str, Any]:
     """A re-measurement: `curve` with its point at the set DRAM latency is read at (2x the LLC)
-    timed again over `trials` fresh buffers held at once (trials.latency_trials), linked with
-    other permutations than the first measurement's."""
-    sizes = list(curve["sizes_bytes"])
-    at = point_at(sizes, plan.dram_bytes or sizes[-1])
-    latency = list(curve["latency_ns"])
-    with tr.held_buffers(trials, sizes[at], huge) as held:
-        latency[at] = tr.latency_trials(k, held, sizes[at], plan.line_bytes, timing, seed=1 + tr.TRIALS)
-        del held
-    return {**curve, "latency_ns": latency}
+    timed again over `trials` fresh buffers held at once, linked with other permutations than the
+    first measurement's."""
+    return point_over_trials(k, curve, plan.dram_bytes or curve["sizes_bytes"][-1], plan.line_bytes, timing,
+                             huge, trials, keep_first=False, seed=1 + tr.TRIALS)
 
 
 EDGE_SPACINGS = (8, 16, 32, 64, 128, 256, 512)
