@@ -202,14 +202,17 @@ def test_no_color_on_a_terminal_prints_no_escape(monkeypatch, capsys):
 @pytest.mark.parametrize("policy, confirms", [(None, False), ({"drain_on_warn": True}, True)])
 def test_healthcheck_re_measures_warns_only_when_its_policy_drains_on_them(tmp_path, capsys, monkeypatch,
                                                                           policy, confirms):
+    """...and measures only its policy's metrics unless it drains on warns (every rule's figures then)."""
     from perfprobe.fleet import health_run
+    from perfprobe.fleet.metrics import KEY_METRICS
 
     base = own_baseline(tmp_path, capsys)
     report = json.loads((tmp_path / "me.json").read_text())
-    asked = []
+    asked, judged_asked = [], []
 
-    def measured(names, deadline, outputs=None, confirm_warns=True):
+    def measured(names, deadline, outputs=None, confirm_warns=True, judged=None):
         asked.append(confirm_warns)
+        judged_asked.append(judged)
         return health_run.Measured(report)
 
     monkeypatch.setattr(health_run, "measure", measured)
@@ -220,3 +223,4 @@ def test_healthcheck_re_measures_warns_only_when_its_policy_drains_on_them(tmp_p
     code, out, err = invoke(["healthcheck", "--baseline", str(base), "--probes", "host", "--node", "n1",
                              "--dry-run", *extra], capsys)
     assert code == 0 and asked == [confirms], (out, err)
+    assert judged_asked == [None if confirms else tuple(KEY_METRICS)]

@@ -94,6 +94,10 @@ class RunConfig:
     """False: a timing-based warn is not re-measured but issued as a "not confirmed" pass note
     (confirm.not_remeasured). The health check asks this when its policy drains on no warn: a
     re-measurement it would not act on cost a 2-vCPU guest's check 12 s of its 40 s deadline."""
+    judged: tuple[str, ...] | None = None
+    """The figures the caller judges, "probe:pattern" (fnmatch); None: every figure. The health check
+    passes its policy's metrics when it drains on no warn: a probe then leaves out the parts of its
+    measurement no judged figure comes from (ProbeContext.judges), and says what it left out."""
 
     def preset(self, presets: Presets[P]) -> P:
         """The parameter set this run uses (quick or full)."""

@@ -17,6 +17,7 @@ import importlib
 import importlib.util
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
+from fnmatch import fnmatchcase
 from typing import Any, Callable, Mapping, Protocol
 
 from perfprobe.engine.config import RunConfig
@@ -46,10 +47,20 @@ class ProbeContext:
     device: int | None = None
     devices: tuple[int, ...] = ()
     """Every selected GPU, for a probe that measures them together (`per_device=False`, e.g. p2p)."""
+    probe: str = ""
+    """The probe measuring (the runner sets it): what RunConfig.judged's "probe:" prefixes match."""
 
     @property
     def quick(self) -> bool:
         return self.config.quick
+
+    def judges(self, *metrics: str) -> bool:
+        """Whether the caller judges any of `metrics` (names without "probe:") of this probe: True
+        unless RunConfig.judged names the figures judged and none of these is among them."""
+        judged = self.config.judged
+        if judged is None:
+            return True
+        return any(fnmatchcase(f"{self.probe}:{name}", pattern) for name in metrics for pattern in judged)
 
 
 class Requirement(Protocol):

@@ -111,7 +111,8 @@ def run(names: Sequence[str], config: RunConfig, progress: ProgressFactory = nul
     results: list[ProbeResult] = []
     for probe in probes:
         for device in devices if probe.needs_gpu and probe.per_device else [None]:
-            ctx = ProbeContext(config=config, host=host, progress=progress, device=device, devices=together)
+            ctx = ProbeContext(config=config, host=host, progress=progress, device=device, devices=together,
+                               probe=probe.name)
             key = _record_key(probe.name, device)
             replayed = recording["raw"].get(key) if recording else None
             if recording and replayed is None:

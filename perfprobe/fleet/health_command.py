@@ -109,15 +109,18 @@ def _checked_within(names: list[str], config: RunConfig, base: dict[str, Any], p
     group = _group(base, host, path)
     ahead = hc.problems({"host": host, "results": []}, group, rules)
     asked = _outputs(config)
-    # a warn drains only under drain_on_warn: else re-measuring one would cost time and change nothing
-    first = health_run.measure(["host"] if ahead else names, clock, asked, confirm_warns=rules.drain_on_warn)
+    # a warn drains only under drain_on_warn: else re-measuring one would cost time and change nothing,
+    # and only the policy's metrics are judged, so only they are measured (RunConfig.judged)
+    judged = hc.judged_figures(rules)
+    first = health_run.measure(["host"] if ahead else names, clock, asked, confirm_warns=rules.drain_on_warn,
+                               judged=judged)
     if first.report is None:
         return None, ahead + [str(first.problem)]
     found = hc.problems(first.report, group, rules)
     slow = sorted({reports.probe_of(key) for key in hc.regressed_metrics(found)})
     if slow:  # confirm a timing before draining on it: re-measure those probes once
         again = health_run.measure(["host", *[n for n in slow if n != "host"]], clock,
-                                   confirm_warns=rules.drain_on_warn)
+                                   confirm_warns=rules.drain_on_warn, judged=judged)
         if again.report is None:
             return first.report, [str(again.problem), *found]
         found = hc.confirmed(found, hc.problems(again.report, group, rules))

@@ -67,12 +67,14 @@ class Measured:
 
 
 def measure(names: Sequence[str], deadline: Deadline, outputs: dict[str, str | None] | None = None,
-            confirm_warns: bool = True) -> Measured:
+            confirm_warns: bool = True, judged: Sequence[str] | None = None) -> Measured:
     """Run `names` (quick) in a child; the report, or the problem when it ran past the deadline or
-    died. `confirm_warns` False: no timing warn is re-measured (RunConfig.confirm_warns)."""
+    died. `confirm_warns` False: no timing warn is re-measured (RunConfig.confirm_warns); `judged`:
+    the only figures measured for (RunConfig.judged; None: all)."""
     with tempfile.TemporaryDirectory(prefix="perfprobe-healthcheck-") as folder:
         out = Path(folder) / "report.json"
-        spec = {"names": list(names), "out": str(out), "confirm_warns": confirm_warns, **(outputs or {})}
+        spec = {"names": list(names), "out": str(out), "confirm_warns": confirm_warns,
+                "judged": None if judged is None else list(judged), **(outputs or {})}
         child = subprocess.Popen([sys.executable, "-m", "perfprobe.fleet.health_run", json.dumps(spec)],
                                  stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, start_new_session=True)
         try:
@@ -123,7 +125,8 @@ def _child(spec_text: str) -> int:
     spec = json.loads(spec_text)
     path = {k: Path(spec[k]) if spec.get(k) else None for k in ("output", "prom", "junit")}
     config = RunConfig(quick=True, json=True, output=path["output"], prom=path["prom"], junit=path["junit"],
-                       confirm_warns=spec.get("confirm_warns") is not False)
+                       confirm_warns=spec.get("confirm_warns") is not False,
+                       judged=None if spec.get("judged") is None else tuple(spec["judged"]))
     report = runner.run(spec["names"], config)
     for line in outputs.write_all(report, config):
         sys.stderr.write(f"perfprobe: error: {line}\n")

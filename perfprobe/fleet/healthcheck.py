@@ -13,7 +13,8 @@ of the `Policy` fields):
   confirmed before it drains; this costs time only when something looks wrong); a figure the run
   marked unstable never drains, and a run that marked itself disturbed drains on no metric;
 - a `warn` does not drain (`drain_on_warn: false`): warnings are what perfprobe says of a host's
-  set-up, and many of them are true of every healthy host of a kind.
+  set-up, and many of them are true of every healthy host of a kind. So, unless it does, only the
+  policy's metrics are measured (judged_figures, RunConfig.judged).
 Only nodes whose drain reason starts with REASON_PREFIX are ever resumed.
 """
 
@@ -78,6 +79,15 @@ def load_policy(path: Path | None) -> Policy:
             raise UsageError(f"--policy {path}: {key} must be a {type(default).__name__}")
         values[key] = value
     return replace(DEFAULT_POLICY, **values)
+
+
+def judged_figures(policy: Policy) -> tuple[str, ...] | None:
+    """The figures a check under `policy` judges, for RunConfig.judged: its metrics, less those it
+    ignores (an ignored pattern that is itself a metric pattern); None when it drains on warns,
+    since any rule's warn then counts and every figure a rule reads must be measured."""
+    if policy.drain_on_warn:
+        return None
+    return tuple(p for p in policy.metrics if p not in policy.ignore)
 
 
 def problems(report: Mapping[str, Any], group: Mapping[str, Any], policy: Policy = DEFAULT_POLICY) -> list[str]:

@@ -135,6 +135,9 @@ class CacheRaw(TypedDict, total=False):
     """Only in a re-measurement: the false-sharing edge (edge_bytes) and its sweep."""
     placement: dict[str, Any]
     """Which CPUs the multi-threaded runs used and how they were pinned (perfprobe/pure/cpu_order.py)."""
+    not_judged: list[str]
+    """Parts of the measurement left out because the caller judged none of their figures
+    (RunConfig.judged: the health check): "pattern", "line", "pages", "sweep", "read_gbs L1", ..."""
 
 
 class LineFigures(TypedDict):
@@ -271,7 +274,9 @@ def bandwidth_figures(raw: Mapping[str, LevelRates]) -> tuple[Bandwidth, list[Le
     for level, rates in raw.items():
         shown[level] = {}
         for kind in KINDS:
-            figure = cast(RatesRaw, rates.get(kind) or {})
+            if kind not in rates:  # not measured: no judged figure came from it (measure.PART_FIGURES)
+                continue
+            figure = cast(RatesRaw, rates[kind])
             one, many = float(figure["1t"]["median"]), float(figure["all"]["median"])
             shown[level][kind] = {"1t": figure["1t"]}
             if implausible_all(one, many):

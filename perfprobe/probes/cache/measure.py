@@ -55,28 +55,60 @@ def measure(ctx: ProbeContext) -> dict[str, Any]:
     thp = (ctx.host.get("thp") or {}).get("enabled")  # the runner read it once, with the host facts
     huge = thp in ("always", "madvise")
     raw: dict[str, Any] = {"plan": plan.as_raw(), "thp": thp, "curve_pages": "2M" if huge else "4K"}
-    clock, background = _PhaseClock(), BackgroundMeter()
+    clock, background, parts = _PhaseClock(), BackgroundMeter(), _Parts(ctx)
     dram_read = None
     with kp.pinned_pool(), page_buffer(plan.max_bytes, huge, np.uint64) as buf:
         raw["curve"] = clock.run("curve", _curve, ctx, k, buf, plan, key)
         raw["curve_huge_fraction"] = huge_fraction(buf)
-        raw["pattern"] = clock.run("pattern", _pattern, k, buf, plan, timing)
-        raw["line"] = clock.run("line", _line, k, buf, plan, timing)
+        if parts.wanted("pattern"):
+            raw["pattern"] = clock.run("pattern", _pattern, k, buf, plan, timing)
+        if parts.wanted("line"):
+            raw["line"] = clock.run("line", _line, k, buf, plan, timing)
         if plan.l3_bytes:
             clock.run("l3 trials", _l3_trials, k, plan, key, huge, raw)
         if plan.dram_bytes:
             dram_read = clock.run("dram trials", _dram_trials, ctx, k, buf, plan, key, huge, place.cpus, raw)
         del buf  # the mapping closes only once no view of it is left
-    huge_ns = raw["pattern"]["random_ns"] if huge else None
-    raw["pages"] = clock.run("pages", _pages, k, plan, timing, thp, huge_ns)
+    if parts.wanted("pages"):
+        huge_ns = raw["pattern"]["random_ns"] if huge else None
+        raw["pages"] = clock.run("pages", _pages, k, plan, timing, thp, huge_ns)
     with kp.pinned_pool() as pool:
         raw["bandwidth"] = clock.run("bandwidth", _bandwidth, ctx, k, plan, raw["curve"], place.cpus,
-                                     dram_read)
-        raw["sweep"] = clock.run("sweep", _sweep, ctx, k, plan, timing, place)
+                                     dram_read, parts)
+        if parts.wanted("sweep"):
+            raw["sweep"] = clock.run("sweep", _sweep, ctx, k, plan, timing, place)
     raw["placement"] = {**pool, **placement_raw(ctx, place)}
+    if parts.left_out:
+        raw["not_judged"] = parts.left_out
     raw["phase_seconds"] = clock.seconds
     raw["background_cpus"] = background.share()
     return raw
+
+
+PART_FIGURES = {
+    "pattern": ("seq_over_random", "latency_ns.DRAM_4K_pages", "latency_ns.DRAM_2M_pages"),
+    "line": ("line_bytes", "fetch_bytes.DRAM"),
+    "pages": ("latency_ns.DRAM_4K_pages", "latency_ns.DRAM_2M_pages"),
+    "sweep": ("dram_read_gbs.t1", "dram_triad_gbs.t1", "cores_to_saturate_dram"),
+}
+"""The figures each optional part of the measurement gives (tables.metrics; pages time against the
+pattern's random chase): a part whose figures the caller does not judge (RunConfig.judged, the
+health check) is left out. The latency curve and the DRAM trials give the key figures and always
+run; bandwidth is chosen per level and kind (`_bandwidth`)."""
+
+
+class _Parts:
+    """Which optional parts run, and the names of those left out (kept in the raw numbers)."""
+
+    def __init__(self, ctx: ProbeContext) -> None:
+        self.ctx = ctx
+        self.left_out: list[str] = []
+
+    def wanted(self, part: str, *figures: str) -> bool:
+        if self.ctx.judges(*(figures or PART_FIGURES[part])):
+            return True
+        self.left_out.append(part)
+        return False
 
 
 def _timing(plan: Plan, key: bool = False) -> m.Timing:
@@ -248,10 +280,12 @@ def _sweep(ctx: ProbeContext, k: ModuleType, plan: Plan, timing: m.Timing,
 
 
 def _bandwidth(ctx: ProbeContext, k: ModuleType, plan: Plan, curve: dict[str, Any],
-               cpus: Sequence[int], dram_read: dict[str, Any] | None = None) -> dict[str, Any]:
+               cpus: Sequence[int], dram_read: dict[str, Any] | None = None,
+               parts: _Parts | None = None) -> dict[str, Any]:
     """Read and triad GB/s inside each measured level and in DRAM, 1 thread and all threads
     (one a physical core, `cpus`); DRAM read, a key figure, is `dram_read` (measured over trial
-    buffers, trials.read_trials) where given, else timed as a key figure (`_timing`)."""
+    buffers, trials.read_trials) where given, else timed as a key figure (`_timing`). With `parts`,
+    a level's kind no judged figure comes from is left out ("read_gbs L1")."""
     ns = [p["median"] for p in curve["latency_ns"]]
     levels = read_levels(curve["sizes_bytes"], ns, plan.min_points,
                          reaches_dram(plan.max_bytes, plan.llc_bytes), len(data_caches(ctx.host)),
@@ -263,11 +297,14 @@ def _bandwidth(ctx: ProbeContext, k: ModuleType, plan: Plan, curve: dict[str, An
         for name, (one, each) in targets.items():
             out[name] = {}
             for kind in KINDS:
+                if parts and not parts.wanted(f"{kind} {name}", f"{kind}.{name}.1t", f"{kind}.{name}.all"):
+                    task.advance()
+                    continue
                 key_figure = (name, kind) == ("DRAM", "read_gbs")
                 out[name][kind] = (dram_read if key_figure and dram_read else once_more_if_implausible(
                     partial(rates[kind], k, one, each, cpus, _timing(plan, key=key_figure))))
                 task.advance()
-    return out
+    return {name: kinds for name, kinds in out.items() if kinds}
 
 
 def once_more_if_implausible(run: Callable[[], dict[str, Any]]) -> dict[str, Any]:

@@ -128,6 +128,8 @@ def rule_line_size(fig: CacheFigures, host: Facts) -> list[Finding]:
     to agree (docs/probes/cache.md): the pair sweep in a set that misses L1 only, the DRAM fetch
     unit (a miss never brings less than a line) and, once re-measured, the false-sharing edge (the
     coherency granule itself). Estimates that disagree are a note: the reported size stands."""
+    if "line" not in fig.raw:  # not measured (the caller judged no figure of it): nothing to say
+        return []
     measured, fetch, edge = fig.line["line_bytes"], fig.line["fetch_bytes"], fig.line["coherency_bytes"]
     told = int(fig.reported[0].get("line_bytes") or 0) if fig.reported else 0
     if measured is None:

@@ -171,6 +171,9 @@ def facts_view(fig: CacheFigures) -> dict[str, Any]:
     }
     if raw.get("placement"):  # which CPUs the multi-threaded runs used, and how they were pinned
         facts["placement"] = raw["placement"]
+    if raw.get("not_judged"):  # parts no figure the caller judges came from (the health check)
+        facts["not_measured"] = {"parts": list(raw["not_judged"]),
+                                 "why": "the caller judges none of their figures (healthcheck: its policy's metrics)"}
     if fig.left_out:
         facts["left_out"] = [{"metric": lo.metric, "gbs": lo.all_gbs, "one_thread_gbs": lo.one_gbs,
                               "remeasured": lo.remeasured} for lo in fig.left_out]

@@ -1,0 +1,103 @@
+"""A caller that judges only some figures gets only those measured (issue 28 item 4: the health check
+measures what its policy judges): RunConfig.judged, ProbeContext.judges, the health check's
+judged_figures, and what cache's judgement makes of a run that left parts out."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+from perfprobe.engine.config import RunConfig
+from perfprobe.engine.model import Verdict
+from perfprobe.engine.probe import ProbeContext
+from perfprobe.engine.progress import null_progress
+from perfprobe.fleet import healthcheck as hc
+from perfprobe.probes.cache import judge
+from perfprobe.probes.cache.declared import DECLARED
+from perfprobe.probes.cache.measure import PART_FIGURES, _Parts
+
+DATA = Path(__file__).parent / "data"
+
+
+def _ctx(judged: tuple[str, ...] | None, probe: str = "cache") -> ProbeContext:
+    return ProbeContext(config=RunConfig(quick=True, judged=judged), host={}, progress=null_progress, probe=probe)
+
+
+def test_every_figure_is_judged_unless_the_caller_names_some() -> None:
+    assert _ctx(None).judges("seq_over_random")
+    judged = ("cache:latency_ns.L?", "cache:read_gbs.DRAM.1t", "pinned:pinned.h2d_gbs")
+    ctx = _ctx(judged)
+    assert ctx.judges("latency_ns.L2") and ctx.judges("seq_over_random", "read_gbs.DRAM.1t")
+    assert not ctx.judges("seq_over_random") and not ctx.judges("read_gbs.DRAM.all")
+    assert not _ctx(judged, probe="ipc").judges("latency_ns.L2")  # another probe's pattern
+    assert not _ctx(()).judges("latency_ns.L1")
+
+
+def test_the_default_policy_judges_its_key_metrics_and_a_warn_draining_one_everything() -> None:
+    judged = hc.judged_figures(hc.DEFAULT_POLICY)
+    assert judged is not None and {f"cache:{p}" for p in DECLARED.key_figures or ()} <= set(judged)
+    assert hc.judged_figures(replace(hc.DEFAULT_POLICY, drain_on_warn=True)) is None
+    ignoring = replace(hc.DEFAULT_POLICY, ignore=("cache:latency_ns.DRAM",))
+    assert "cache:latency_ns.DRAM" not in (hc.judged_figures(ignoring) or ())
+
+
+def test_under_the_default_policy_cache_leaves_out_every_part_but_the_key_figures() -> None:
+    parts = _Parts(_ctx(hc.judged_figures(hc.DEFAULT_POLICY)))
+    assert not any(parts.wanted(part) for part in PART_FIGURES)
+    assert parts.left_out == list(PART_FIGURES)
+    assert parts.wanted("read_gbs DRAM", "read_gbs.DRAM.1t", "read_gbs.DRAM.all")
+    assert not parts.wanted("triad_gbs DRAM", "triad_gbs.DRAM.1t", "triad_gbs.DRAM.all")
+    everything = _Parts(_ctx(None))
+    assert all(everything.wanted(part) for part in PART_FIGURES) and everything.left_out == []
+
+
+def _recorded_as_a_health_check() -> tuple[dict, dict]:
+    """A real quick run (2-vCPU Xeon guest) cut to what a health check under the default policy
+    measures: the curve, the trials, DRAM read; no pattern, line, pages, sweep, other bandwidth."""
+    data = json.loads((DATA / "cache_xeon2c_quick_l3set.json").read_text())
+    raw, host = dict(data["raw"]["cache"]), data["host"]
+    for part in ("pattern", "line", "pages", "sweep"):
+        raw.pop(part, None)
+    raw["bandwidth"] = {"DRAM": {"read_gbs": raw["bandwidth"]["DRAM"]["read_gbs"]}}
+    raw["not_judged"] = ["pattern", "line", "pages", "read_gbs L1", "triad_gbs DRAM", "sweep"]
+    return raw, host
+
+
+def test_a_run_that_left_parts_out_gives_the_key_figures_and_says_what_it_left_out() -> None:
+    raw, host = _recorded_as_a_health_check()
+    assessment = judge(raw, host)
+    assert {"latency_ns.L1", "latency_ns.L2", "latency_ns.L3", "latency_ns.DRAM", "read_gbs.DRAM.1t",
+            "read_gbs.DRAM.all"} <= set(assessment.metrics)
+    assert not {"seq_over_random", "line_bytes", "triad_gbs.DRAM.1t", "dram_read_gbs.t1"} & set(assessment.metrics)
+    assert assessment.facts["not_measured"]["parts"] == raw["not_judged"]
+    messages = " ".join(f.message for f in assessment.findings)
+    assert "line size could not be read" not in messages  # a part not measured is not a failed reading
+    assert all(f.verdict in (Verdict.PASS, Verdict.WARN) for f in assessment.findings)
+
+
+@pytest.mark.parametrize("part", ["pattern", "line", "sweep"])
+def test_the_full_recording_keeps_each_part_the_cut_one_leaves_out(part: str) -> None:
+    data = json.loads((DATA / "cache_xeon2c_quick_l3set.json").read_text())
+    assert part in data["raw"]["cache"]  # else the test above would prove nothing about leaving it out
+
+
+def test_the_health_check_child_runs_with_the_figures_it_was_given(tmp_path, monkeypatch) -> None:
+    from perfprobe.engine import runner
+    from perfprobe.fleet import health_run
+
+    seen: list[RunConfig] = []
+    real_run = runner.run
+
+    def run(names, config):
+        seen.append(config)
+        return real_run([], RunConfig(quick=True, json=True))
+
+    monkeypatch.setattr(runner, "run", run)
+    for judged in (["cache:latency_ns.L?"], None):
+        spec = {"names": ["cache"], "out": str(tmp_path / "report.json"), "confirm_warns": False, "judged": judged}
+        health_run._child(json.dumps(spec))
+    assert [c.judged for c in seen] == [("cache:latency_ns.L?",), None]
+    assert json.loads((tmp_path / "report.json").read_text())["results"] == []
