@@ -147,6 +147,21 @@ def test_the_smallest_factor_is_found_in_every_trial_at_it_and_above():
     assert tallies[1.15].text() == "1 of 2 (no significant change 1)"
 
 
+def test_a_trial_on_a_figure_its_own_run_marked_unstable_is_left_out_and_named():
+    report = {"results": [{"probe": "falseshare", "metrics": {
+        "ns_per_update.atomic.64B": {"value": 5.9, "unit": "ns", "unstable": "threads shared a core"},
+        "ns_per_update.atomic.8B": {"value": 31.0, "unit": "ns"}}}]}
+    assert pc.unstable_in(report, "falseshare:ns_per_update.atomic.64B")
+    assert not pc.unstable_in(report, "falseshare:ns_per_update.atomic.8B")
+    assert not pc.unstable_in(report, "cache:latency_ns.L1")
+    tally = pc.Tally()
+    tally.add(True, "found", False)
+    tally.leave_out()
+    assert tally.all_found and tally.cell() == "1 of 1 (1 left out)"
+    assert tally.text() == "1 of 1 (1 left out: the figure unstable in the run itself)"
+    assert not pc.Tally(left_out=2).all_found
+
+
 def test_pairs_of_ten_runs_and_ordered_pairs_of_five():
     assert len(cs.pairs(10, ordered=False)) == 45 and cs.default_need(45) == 44
     assert len(cs.pairs(5, ordered=True)) == 20 and cs.default_need(20) == 19

@@ -20,7 +20,8 @@ planted figures of that probe must not move), or the trial would test nothing. I
 figure, the smallest factor found in every trial by compare and by the health check, and "k of
 n" at `--require` (1.15); exit 0 only when, there, every figure's planting landed and compare and
 the health check found it in every trial. A miss is named by what the judgement called the figure
-("no significant change", "untested", "unstable", "disturbed run", …).
+("no significant change", "untested", "unstable", "disturbed run", …). A trial on a run that marked
+the figure unstable itself (before any planting) is left out and counted as such: nobody judges it.
 
 Input: `--runs DIR` (the runNN.json + runNN.rec.json that `make bench-compare` keeps), or
 `--recording FILE` (one recording, e.g. in tests/data: BASE is then its own unplanted replay, so no
@@ -379,6 +380,12 @@ def disturbed(report: Mapping[str, Any]) -> list[str]:
     return [str(w) for w in record.get("why") or []] or ["marked disturbed"]
 
 
+def unstable_in(report: Mapping[str, Any], key: str) -> bool:
+    """Whether the run itself marked figure `key` unstable: nobody judges it, so a slowdown planted
+    in it (or a BASE holding it) tests nothing; such a trial is left out, and the tally says so."""
+    return bool((metric_of(report, key) or {}).get("unstable"))
+
+
 def compare_trials(runs: int, trials: int) -> list[tuple[int, int]]:
     """(base i, new j) for each compare trial: j runs through every run, i a different run each time
     round (offsets 1, 2, …); with one run, (0, 0)."""
@@ -405,6 +412,7 @@ class Tally:
     found: int = 0
     outcomes: collections.Counter[str] = field(default_factory=collections.Counter)
     others: int = 0     # trials that also called (or drained on) another figure
+    left_out: int = 0   # trials on a run whose own (unplanted) figure was unstable: nothing to find
 
     def add(self, found: bool, outcome: str, others: bool) -> None:
         self.trials += 1
@@ -412,13 +420,22 @@ class Tally:
         self.outcomes[outcome] += 1
         self.others += others
 
+    def leave_out(self) -> None:
+        self.left_out += 1
+
+    def cell(self) -> str:
+        """"k of n", with the trials left out named."""
+        return f"{self.found} of {self.trials}" + (f" ({self.left_out} left out)" if self.left_out else "")
+
     @property
     def all_found(self) -> bool:
         return self.trials > 0 and self.found == self.trials
 
     def text(self) -> str:
         missed = ", ".join(f"{kind} {n}" for kind, n in self.outcomes.most_common() if kind != "found")
-        return f"{self.found} of {self.trials}" + (f" ({missed})" if missed else "")
+        left = f"{self.left_out} left out: the figure unstable in the run itself" if self.left_out else ""
+        said = ", ".join(x for x in (missed, left) if x)
+        return f"{self.found} of {self.trials}" + (f" ({said})" if said else "")
 
 
 def smallest_found(tallies: Mapping[float, Tally]) -> float | None:
@@ -503,7 +520,11 @@ class Bench:
                 for f in self.figures for factor in self.factors for t, (i, j) in enumerate(pairs)}
         tallies: dict[tuple[str, float], Tally] = collections.defaultdict(Tally)
         keys = {f.name: f.key for f in self.figures}
-        for (name, factor, _), job in jobs.items():
+        for (name, factor, t), job in jobs.items():
+            i, j = pairs[t]
+            if unstable_in(self.runs[i].data, keys[name]) or unstable_in(self.runs[j].data, keys[name]):
+                tallies[(name, factor)].leave_out()
+                continue
             result = job.result()
             called = {metric for metric, _ in result.regressions}
             if result.error:
@@ -526,6 +547,9 @@ class Bench:
         for figure in self.figures:
             for factor in self.factors:
                 for j, k in trials:
+                    if unstable_in(self.runs[j].data, figure.key) or unstable_in(self.runs[k].data, figure.key):
+                        tallies[(figure.name, factor)].leave_out()
+                        continue
                     report, again = self.report(figure, factor, j), self.report(figure, factor, k)
                     if disturbed(report):
                         tallies[(figure.name, factor)].add(False, "disturbed run", False)
@@ -653,8 +677,8 @@ def result_lines(figures: Sequence[Figure], factors: Sequence[float], compared: 
         small_c, small_h = smallest_found(mine_c), smallest_found(mine_h)
         off = [x for x in factors if problems[(f.name, x)]]
         rows.append((f.name, f.key, "off at " + ", ".join(f"{x:g}" for x in off) if off else "ok",
-                     f"{small_c:g}" if small_c else "none", f"{mine_c[at].found} of {mine_c[at].trials}",
-                     f"{small_h:g}" if small_h else "none", f"{mine_h[at].found} of {mine_h[at].trials}"))
+                     f"{small_c:g}" if small_c else "none", mine_c[at].cell(),
+                     f"{small_h:g}" if small_h else "none", mine_h[at].cell()))
     widths = [max(len(str(r[c])) for r in rows) for c in range(len(head))]
     lines += ["  ".join(str(cell).ljust(w) for cell, w in zip(row, widths)).rstrip() for row in rows]
     lines.append("")

@@ -6,7 +6,7 @@ the metric carries `unstable` (the reason) and nobody judges it — timing-based
 are held back as notes, and compare, fleet and the health check leave the figure out. pyperf's
 "the benchmark result may be unstable" is the model; unlike pyperf, perfprobe re-measures first.
 
-A probe declares its relations in `Probe.relations` with the three builders below; each probe's
+A probe declares its relations in `Probe.relations` with the four builders below; each probe's
 docs page lists them under "Relations".
 """
 
@@ -91,7 +91,31 @@ class AtMost:
                 and value > self.ceiling]
 
 
-Relation = Union[NotBelow, Ordered, AtMost]
+@dataclass(frozen=True)
+class StandsWhile:
+    """Every metric matching one of `patterns` stands only while `witness` is at least `floor`: a
+    figure timed while a condition it assumes did not hold (threads that each keep a core's speed)
+    times that condition, not the effect, and the witness is the figure that shows it. Where
+    `unless` is above 0 the host breaks the condition by design (threads placed on SMT siblings),
+    the witness's low value is the host's own and steady, and the relation does not apply."""
+
+    patterns: tuple[str, ...]
+    witness: str
+    floor: float
+    why: str
+    unless: str | None = None
+
+    def broken(self, metrics: Mapping[str, Metric]) -> list[tuple[str, str]]:
+        excused = _number(metrics.get(self.unless)) if self.unless else None
+        seen = _number(metrics.get(self.witness))
+        if (excused is not None and excused > 0) or seen is None or seen >= self.floor:
+            return []
+        return [(name, f"{self.why}: {self.witness} {seen:.3g} below {self.floor:g}")
+                for name, metric in metrics.items()
+                if any(fnmatchcase(name, p) for p in self.patterns) and _number(metric) is not None]
+
+
+Relation = Union[NotBelow, Ordered, AtMost, StandsWhile]
 
 
 def unstable(metrics: Mapping[str, Metric], relations: Sequence[Relation] = (),

@@ -69,6 +69,7 @@ def metrics(raw: FalseshareRaw, host: Facts) -> dict[str, Metric]:
     found.update({"destructive_distance_bytes": Metric(distance, "bytes"),
                   "recommended_padding_bytes": Metric(pad, "bytes"),
                   "coherency_line_bytes": Metric(line, "bytes"), "threads": Metric(threads, "count"),
+                  "smt_shared_cores": Metric(len(raw["placement"][str(threads)]["smt_shared"]), "count"),
                   "disturbed_runs_fraction": Metric(round(disturbed_fraction(raw), 3), "ratio")})
     for p in raw["pingpong"]["pairs"]:
         found[f"core_to_core_ns.{p['a']}.{p['b']}"] = stats.metric(p["one_way_ns"], "ns", 1)
