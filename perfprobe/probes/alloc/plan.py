@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from perfprobe.engine.config import Presets
-from perfprobe.host.facts import Facts, caches_of
+from perfprobe.host.facts import Facts, caches_of, last_level_cache_bytes
 from perfprobe.system.budget import MemoryBudget
 
 SIZES = (16, 64, 256, 1024, 4096)
@@ -64,10 +64,8 @@ def cache_bytes(host: Facts, level: int) -> int | None:
 
 
 def last_level_bytes(host: Facts) -> int:
-    levels = [c for c in caches_of(host, "Data", "Unified") if c.get("size_bytes")]
-    if not levels:
-        return DEFAULT_CACHES[3]
-    return int(max(levels, key=lambda c: int(c.get("level") or 0)).get("size_bytes") or 0)
+    """The LLC the DRAM size is a multiple of (host.facts.last_level_cache_bytes: capped per CPU)."""
+    return last_level_cache_bytes(host) or DEFAULT_CACHES[3]
 
 
 def copy_levels(host: Facts, settings: Settings, budget: MemoryBudget, size_cap: int | None) -> list[Level]:

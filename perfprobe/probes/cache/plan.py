@@ -11,7 +11,7 @@ from dataclasses import dataclass, fields
 from typing import Any, Sequence
 
 from perfprobe.engine.config import Knobs, Presets
-from perfprobe.host.facts import CacheFacts, Facts, caches_of
+from perfprobe.host.facts import CacheFacts, Facts, caches_of, plausible_cache_bytes
 from perfprobe.probes.cache.curve import Level
 from perfprobe.pure.cpu_order import cpu_cores, cpus_for, physical_cores, placement_order, sweep_counts
 from perfprobe.system.budget import MemoryBudget
@@ -23,10 +23,6 @@ MIN_MAX_BYTES = 64 << 10
 PAIR_BLOCK = 1024              # bytes per block in the line-size test (offsets up to half of it)
 PAIR_OFFSETS = (8, 16, 32, 64, 128, 256, 512)
 DRAM_LLC_MULTIPLE = 2          # DRAM latency is read at 2x the LLC in both presets (quick's largest set)
-MAX_LLC_PER_CPU = 64 << 20
-"""No CPU made has more last-level cache per CPU sharing it (the largest, a 16-core Genoa-X with
-768 MiB, has 48 MiB): a reported LLC beyond this per sharing CPU is a VM seeing its host's whole
-cache (a 2-vCPU Xeon guest: 480 MiB shared by its 2 CPUs, of which it measured about 12 MiB)."""
 
 
 @dataclass(frozen=True)
@@ -163,14 +159,11 @@ def l3_set(caches: Sequence[CacheFacts], max_bytes: int, line: int = DEFAULT_LIN
 
 def planned_llc(caches: Sequence[CacheFacts]) -> int:
     """The LLC the plan sizes everything from (`Plan.llc_bytes`): the reported one, at most
-    MAX_LLC_PER_CPU for each CPU reported sharing it (no bound where none is reported), or
+    host.facts.MAX_LLC_PER_CPU for each CPU reported sharing it (no bound where none is reported), or
     DEFAULT_LLC where no cache is. A guest that reports its host's 480 MiB L3 over 2 CPUs reads its
     curve to 256 MiB (512 MiB in full) and DRAM latency at 256 MiB, not 960 MiB, in both presets;
     its five trial buffers cost a quarter of the faulting, and its health check fits its deadline."""
-    if not caches:
-        return DEFAULT_LLC
-    llc, sharing = cache_size(caches[-1]), len(caches[-1].get("shared_cpus") or [])
-    return min(llc, sharing * MAX_LLC_PER_CPU) if sharing else llc
+    return plausible_cache_bytes(caches[-1]) if caches else DEFAULT_LLC
 
 
 def too_little_memory(plan: Plan) -> bool:
