@@ -5,7 +5,9 @@
  * polls the sequence word at the end of the slot itself (up to 56 B a message and its sequence
  * word share one line), the producer keeps its head and a cached copy of the tail, the consumer
  * publishes its tail once a quarter ring, the wait flags (and a full fence) only in the sleeping
- * modes; copies up to 256 B in 8-byte words, larger ones through memcpy. Two more, to judge it by:
+ * modes; copies up to 256 B in 8-byte words, larger ones through memcpy; slots up to 512 B demoted
+ * to the LLC after a publish (CLDEMOTE, where the CPU has it; IPC_REF_NO_DEMOTE=1 leaves it out).
+ * Two more, to judge it by:
  *   oneline    the hardware's floor: one cache line per direction, a sequence word and nothing
  *              else (each side spins on the other's line, then writes its own);
  *   shm_naive  the ring perfprobe had before (issue 29): shared seq_cst head and tail words on
@@ -36,6 +38,9 @@
 #include <signal.h>
 #include <time.h>
 #include <unistd.h>
+#if defined(__x86_64__)
+#include <cpuid.h>
+#endif
 
 enum { SPIN, FUTEX, EVENTFD, NAIVE, ONELINE };
 #define RING_BYTES (4 << 20)
@@ -94,6 +99,25 @@ static void wake(int64_t *word, int64_t *flag, int mode, int peer_efd) {
     }
 }
 
+/* After a publish, slots up to DEMOTE_MAX bytes are demoted line by line (CLDEMOTE: from this core's
+ * caches to the shared LLC, where the consumer reads them without snooping this core), where the CPU
+ * has it (CPUID.7.0:ECX[25]), as perfprobe's kernels do where numba compiles for such a CPU. */
+#define DEMOTE_MAX 512
+static int can_demote;
+static void detect_demote(void) {
+#if defined(__x86_64__)
+    unsigned a, b, c, d;
+    can_demote = __get_cpuid_count(7, 0, &a, &b, &c, &d) && (c >> 25 & 1);
+#endif
+    if (getenv("IPC_REF_NO_DEMOTE")) can_demote = 0;
+}
+static inline void demote(const char *p, int64_t n) {
+#if defined(__x86_64__)
+    if (can_demote && n <= DEMOTE_MAX)
+        for (int64_t o = 0; o < n; o += 64) __asm__ volatile("cldemote (%0)" :: "r"(p + o) : "memory");
+#endif
+}
+
 static inline char *slot(int r, int64_t stride, int64_t i) { return data + (int64_t)r * RING_BYTES + i * stride; }
 
 static void push(int r, int64_t slots, int64_t stride, ring_ix *x, const char *src, size_t n, int mode, int me, int peer) {
@@ -109,6 +133,7 @@ static void push(int r, int64_t slots, int64_t stride, ring_ix *x, const char *s
     int64_t *seq = (int64_t *)(s + stride - 8);
     copy(s, src, n);
     __atomic_store_n(seq, x->head + 1, __ATOMIC_RELEASE);
+    demote(s, stride);
     wake(seq, &c->cwait, mode, peer);
     x->head++; x->head_slot = x->head_slot + 1 == slots ? 0 : x->head_slot + 1;
 }
@@ -226,6 +251,7 @@ static void run(const char *name, int cpu_p, int cpu_c, long count, size_t size)
 int main(int argc, char **argv) {
     if (argc < 5) { fprintf(stderr, "usage: %s CPU_PARENT CPU_CHILD COUNT SIZE...\n", argv[0]); return 2; }
     int cpu_p = atoi(argv[1]), cpu_c = atoi(argv[2]); long count = atol(argv[3]);
+    detect_demote();
     char *map = mmap(NULL, 4096 + 2 * RING_BYTES, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
     if (map == MAP_FAILED) return 2;
     ctl = (ctl_page *)map; data = map + 4096;

@@ -14,7 +14,10 @@ figure is the transport's cost, never the interpreter's:
   fast path: the producer keeps its head and a cached copy of the consumer's tail, reading the
   tail word again only when the cached one says the ring is full; the consumer publishes its tail
   once every quarter of the ring. The wait flags (and the full fence that orders a flag against a
-  publish) are touched only in the futex and eventfd modes. Loads are LLVM atomic (acquire) so the
+  publish) are touched only in the futex and eventfd modes. After a publish the producer demotes a
+  slot of up to DEMOTE_MAX bytes line by line (CLDEMOTE, where the compiled-for CPU has it), so the
+  consumer reads the lines from the shared LLC rather than snooping the producer's core: the
+  64 B message's two lines then cost about what one line costs. Loads are LLVM atomic (acquire) so the
   compiler can neither hoist one out of a spin loop nor reorder a copy around a publish, on x86
   and Arm alike; on x86 they are plain moves.
 - Copies: a message of up to COPY_INLINE bytes (a multiple of 8) is copied in 8-byte words in the
@@ -264,6 +267,39 @@ def _poke(typingctx, addr, value):
     return types.none(types.int64, types.int64), codegen
 
 
+def _can_demote() -> bool:
+    """Whether the kernels are compiled for a CPU with CLDEMOTE (llvm.x86.cldemote cannot be
+    selected for one without it): the host's own features, unless numba is told to compile for a
+    named CPU or feature set (NUMBA_CPU_NAME / NUMBA_CPU_FEATURES, a portable cache)."""
+    from llvmlite import binding
+    from numba import config
+
+    if config.CPU_NAME or config.CPU_FEATURES:
+        return "+cldemote" in str(config.CPU_FEATURES or "")
+    try:
+        return bool(binding.get_host_cpu_features().get("cldemote"))
+    except RuntimeError:   # no feature list on this platform
+        return False
+
+
+DEMOTE = _can_demote()
+DEMOTE_MAX = 512                            # slots up to this stride are demoted line by line after a publish
+
+
+@intrinsic
+def _demote(typingctx, addr):
+    """CLDEMOTE the line at addr (llvm.x86.cldemote), where the CPU has it: a hint that moves the
+    line from this core's caches to the shared LLC, where the consumer's next read finds it without
+    a snoop of this core. Elsewhere nothing is emitted. The ring's publish ends with it."""
+    def codegen(context, builder, sig, args):
+        if DEMOTE:
+            fn = cgutils.get_or_insert_function(builder.module, ir.FunctionType(ir.VoidType(), [_PTR]),
+                                                "llvm.x86.cldemote")
+            builder.call(fn, [builder.inttoptr(args[0], _PTR)])
+        return context.get_dummy_value()
+    return types.none(types.int64), codegen
+
+
 @njit(cache=True, nogil=True, inline="always")
 def copy(dst: int, src: int, n: int) -> None:
     """n bytes from src to dst: in 8-byte words here up to COPY_INLINE bytes, else libc's memcpy."""
@@ -378,6 +414,9 @@ def ring_push(ctl: int, data: int, half: int, ring: int, slots: int, stride: int
     copy(slot, src, n)
     seq = slot + stride - SEQ_BYTES
     store_release(seq, head + 1)
+    if stride <= DEMOTE_MAX:
+        for line in range(0, stride, LINE):
+            _demote(slot + line)
     _wake(seq, _ring_word(ctl, ring, CONSUMER_WAITS), mode, peer_efd, sc)
     _set(sc, HEAD_I, head + 1)
     nxt = _get(sc, HEAD_SLOT) + 1
