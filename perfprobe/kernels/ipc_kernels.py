@@ -274,8 +274,9 @@ def _can_demote() -> bool:
     from llvmlite import binding
     from numba import config
 
-    if config.CPU_NAME or config.CPU_FEATURES:
-        return "+cldemote" in str(config.CPU_FEATURES or "")
+    name, features = getattr(config, "CPU_NAME", None), getattr(config, "CPU_FEATURES", None)
+    if name or features:
+        return "+cldemote" in str(features or "")
     try:
         return bool(binding.get_host_cpu_features().get("cldemote"))
     except RuntimeError:   # no feature list on this platform
