@@ -28,6 +28,3 @@ def test_otherwise_the_hosts_own_features_decide(monkeypatch):
     monkeypatch.setattr(config, "CPU_FEATURES", None, raising=False)
     assert ipc_kernels._can_demote() is bool(binding.get_host_cpu_features().get("cldemote"))
 
-
-def test_only_slots_of_a_few_lines_are_demoted():
-    assert ipc_kernels.DEMOTE_MAX == 512 and ipc_kernels.DEMOTE_MAX % ipc_kernels.LINE == 0

@@ -514,17 +514,23 @@ class Bench:
         data: dict[str, Any] = json.loads(self.replays[(figure.name, factor, j)].read_text())
         return data
 
+    def left_out(self, key: str, *runs: int) -> bool:
+        """Whether any of these runs marked figure `key` unstable itself (the trial tests nothing)."""
+        return any(unstable_in(self.runs[r].data, key) for r in runs)
+
     def compare(self, pairs: list[tuple[int, int]]) -> dict[tuple[str, float], Tally]:
-        jobs = {(f.name, factor, t): self.pool.submit(compare_pair, self.runs[i].report,
-                                                      self.replays[(f.name, factor, j)], self.args.compare_arg)
-                for f in self.figures for factor in self.factors for t, (i, j) in enumerate(pairs)}
         tallies: dict[tuple[str, float], Tally] = collections.defaultdict(Tally)
+        jobs = {}
+        for f in self.figures:
+            for factor in self.factors:
+                for t, (i, j) in enumerate(pairs):
+                    if self.left_out(f.key, i, j):
+                        tallies[(f.name, factor)].leave_out()
+                    else:
+                        jobs[(f.name, factor, t)] = self.pool.submit(
+                            compare_pair, self.runs[i].report, self.replays[(f.name, factor, j)], self.args.compare_arg)
         keys = {f.name: f.key for f in self.figures}
-        for (name, factor, t), job in jobs.items():
-            i, j = pairs[t]
-            if unstable_in(self.runs[i].data, keys[name]) or unstable_in(self.runs[j].data, keys[name]):
-                tallies[(name, factor)].leave_out()
-                continue
+        for (name, factor, _), job in jobs.items():
             result = job.result()
             called = {metric for metric, _ in result.regressions}
             if result.error:
@@ -547,7 +553,7 @@ class Bench:
         for figure in self.figures:
             for factor in self.factors:
                 for j, k in trials:
-                    if unstable_in(self.runs[j].data, figure.key) or unstable_in(self.runs[k].data, figure.key):
+                    if self.left_out(figure.key, j, k):
                         tallies[(figure.name, factor)].leave_out()
                         continue
                     report, again = self.report(figure, factor, j), self.report(figure, factor, k)

@@ -58,8 +58,8 @@ RELATIONS = (
     Ordered((PADDED, "true_sharing_ns_per_update.atomic"), NOISE, "atomic updates on counters 256 B apart "
             "slower than every thread updating one counter"),
     StandsWhile(("ns_per_update.atomic.*", "true_sharing_ns_per_update.atomic"), "scaling_efficiency.atomic",
-                KEPT_SPEED, "the threads did not each keep one thread's speed on padded counters: they shared "
-                "a core (the hypervisor placed two vCPUs on one) while these were timed", unless="smt_shared_cores"),
+                KEPT_SPEED, "the threads did not each keep one thread's speed on padded counters: a core was "
+                "shared while these were timed (a hypervisor's two vCPUs on one, or other work)", unless="smt_shared_cores"),
 )
 SPREAD_BOUND = 0.25
 """Many threads fighting over one line are chaotic: the 16-thread 32 B case's repeats had a MAD of
