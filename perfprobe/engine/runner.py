@@ -10,7 +10,6 @@ import dataclasses
 import functools
 import importlib
 import json
-import os
 import sys
 import time
 import traceback
@@ -147,42 +146,25 @@ def _disturbance(results: Sequence[ProbeResult], measured: Mapping[str, Any]) ->
 
 @dataclasses.dataclass
 class _LoadWatch:
-    """The host's CPU ticks and this process's CPU time at the start of a live run (host/load.py):
-    at the end, how much the hypervisor stole and how much other processes used."""
+    """The load watch of a live run (host/load.py LoadWatch); none on a captured tree, whose
+    /proc/stat is not this run's."""
 
-    ticks: Any
-    own_cpu_s: float
+    watch: Any
 
     @classmethod
     def start(cls, config: RunConfig) -> "_LoadWatch | None":
-        if config.fsroot is not None:  # a captured tree: its /proc/stat is not this run's
+        if config.fsroot is not None:
             return None
-        from perfprobe.host.load import cpu_times
-        from perfprobe.host.sysroot import SysRoot
+        from perfprobe.host.load import LoadWatch
 
-        return cls(cpu_times(SysRoot(None)), _own_cpu_s())
+        return cls(LoadWatch.start())
 
     def stop(self, host: Mapping[str, Any]) -> dict[str, Any]:
-        from perfprobe.host.load import cpu_times, others_fraction, steal_fraction
-        from perfprobe.host.sysroot import SysRoot
-
-        after = cpu_times(SysRoot(None))
-        try:
-            per_s = float(os.sysconf("SC_CLK_TCK"))
-        except (ValueError, OSError):
-            per_s = 100.0
-        steal = steal_fraction(self.ticks, after)
-        others = others_fraction(self.ticks, after, _own_cpu_s() - self.own_cpu_s, per_s)
+        steal, others = self.watch.fractions()
         usable = (host.get("cpus") or {}).get("usable")
         return {"steal_fraction": None if steal is None else round(steal, 4),
                 "others_fraction": None if others is None else round(others, 4),
                 "usable_cpus": len(usable) if isinstance(usable, list) else None}
-
-
-def _own_cpu_s() -> float:
-    """This process's CPU time, its threads and reaped children included (ipc's worker processes)."""
-    times = os.times()
-    return times.user + times.system + times.children_user + times.children_system
 
 
 def run_one(probe: Probe, ctx: ProbeContext, binding: Mapping[str, Any] | None,

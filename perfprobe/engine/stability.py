@@ -176,6 +176,17 @@ OTHERS_LIMIT = 0.25
 """A run during which other processes used more than a quarter of the host's CPU time is disturbed."""
 
 
+def busy_because(steal: float | None, others: float | None) -> list[str]:
+    """Why the host was too busy for its timings to be judged ([] when it was not): the
+    hypervisor's steal and other processes' CPU use (host/load.py), each against its limit."""
+    why = []
+    if steal is not None and steal > STEAL_LIMIT:
+        why.append(f"the hypervisor took {steal:.0%} of the CPU time (over {STEAL_LIMIT:.0%})")
+    if others is not None and others > OTHERS_LIMIT:
+        why.append(f"other processes used {others:.0%} of the host's CPU time (over {OTHERS_LIMIT:.0%})")
+    return why
+
+
 def disturbance(results: Sequence[tuple[str, Sequence[Finding], Mapping[str, Metric]]],
                 measured: Mapping[str, float | int | None]) -> dict[str, object]:
     """How disturbed a run was, and whether compare and the health check may call a regression
@@ -187,12 +198,7 @@ def disturbance(results: Sequence[tuple[str, Sequence[Finding], Mapping[str, Met
             if f.message.startswith(HELD_BACK) and not f.message.startswith(HELD_BACK + UNSTABLE_FIGURES)]
     unconfirmed = sum(f.message.startswith(NOT_CONFIRMED) for _, findings, _ in results for f in findings)
     unstable_count = sum(bool(m.unstable) for _, _, metrics in results for m in metrics.values())
-    steal, others = measured.get("steal_fraction"), measured.get("others_fraction")
-    why = []
-    if steal is not None and steal > STEAL_LIMIT:
-        why.append(f"the hypervisor took {steal:.0%} of the CPU time (over {STEAL_LIMIT:.0%})")
-    if others is not None and others > OTHERS_LIMIT:
-        why.append(f"other processes used {others:.0%} of the host's CPU time (over {OTHERS_LIMIT:.0%})")
+    why = busy_because(measured.get("steal_fraction"), measured.get("others_fraction"))
     if held:
         why.append(f"load held back findings of {', '.join(sorted(set(held)))}")
     return {**measured, "held_back": len(held), "not_confirmed": unconfirmed, "unstable": unstable_count,

@@ -15,7 +15,7 @@ import json
 import os
 import sys
 from pathlib import Path
-from typing import Annotated, Any, Optional
+from typing import Annotated, Any, NamedTuple, Optional
 
 import typer
 
@@ -83,7 +83,10 @@ def healthcheck(
         group = _group(base, report["host"], baseline)
         found = hc.problems(report, group, rules)
     else:
-        report, found = _checked_within(names, config, base, baseline, rules, clock)
+        report, found, busy = _checked_within(names, config, base, baseline, rules, clock)
+        if busy and not found:  # nothing to drain on, nothing shown healthy: leave the node as it is
+            _say(json_out, {"node": node_name, "healthy": None, "action": "none", "message": busy, "problems": []})
+            raise typer.Exit(0)
     action = _act(mode, node_name, found, dry_run)
     message = hc.reason(found) if found else "healthy against the baseline"
     held = hc.disturbed(report, "this run") if report else []
@@ -94,9 +97,20 @@ def healthcheck(
     raise typer.Exit(1 if found else 0)
 
 
+class Checked(NamedTuple):
+    """What a check within its deadline found: the run's report (None when none finished), the
+    problems, and why the timings went unjudged when the host was too busy to finish them."""
+
+    report: dict[str, Any] | None
+    found: list[str]
+    busy: str | None = None
+
+
 def _checked_within(names: list[str], config: RunConfig, base: dict[str, Any], path: Path, rules: Any,
-                    clock: Any) -> tuple[dict[str, Any] | None, list[str]]:
-    """(the run's report or None, the problems), all before the deadline. The host facts are judged
+                    clock: Any) -> Checked:
+    """The run's report, its problems and any busy note, all before the deadline. A measurement
+    cut off by the deadline while other processes kept the host busy drains nothing for its
+    slowness (a node running a job is not a slow node); the facts judged first still drain. The host facts are judged
     first, in this process: a fact that differs from the baseline (a CPU quota, CPUs taken away)
     drains without timing the node, so a node made slow by it answers at once with the reason; the
     timings run in a child that the deadline stops (health_run.py), and a timing is confirmed by a
@@ -115,16 +129,18 @@ def _checked_within(names: list[str], config: RunConfig, base: dict[str, Any], p
     first = health_run.measure(["host"] if ahead else names, clock, asked, confirm_warns=rules.drain_on_warn,
                                judged=judged)
     if first.report is None:
-        return None, ahead + [str(first.problem)]
+        return Checked(None, ahead, first.busy) if first.busy else Checked(None, ahead + [str(first.problem)])
     found = hc.problems(first.report, group, rules)
     slow = sorted({reports.probe_of(key) for key in hc.regressed_metrics(found)})
     if slow:  # confirm a timing before draining on it: re-measure those probes once
         again = health_run.measure(["host", *[n for n in slow if n != "host"]], clock,
                                    confirm_warns=rules.drain_on_warn, judged=judged)
+        if again.busy:  # the timings stay unconfirmed: facts and verdicts stand
+            return Checked(first.report, hc.confirmed(found, []), again.busy)
         if again.report is None:
-            return first.report, [str(again.problem), *found]
+            return Checked(first.report, [str(again.problem), *found])
         found = hc.confirmed(found, hc.problems(again.report, group, rules))
-    return first.report, found
+    return Checked(first.report, found)
 
 
 def _outputs(config: RunConfig) -> dict[str, str | None]:

@@ -21,6 +21,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Sequence
 
+from perfprobe.engine.stability import busy_because
+from perfprobe.host.load import LoadWatch
+
 ACT_RESERVE_S = 4.0
 """Left after the measurement for scontrol's `show node` and `update` (each answers in well under
 a second against a live slurmctld)."""
@@ -57,6 +60,9 @@ class Deadline:
     def slow(self) -> str:
         return f"health check ran past {self.total_s:g} s (the node is slow)"
 
+    def slow_while_busy(self) -> str:
+        return f"health check ran past {self.total_s:g} s while the host was busy, nothing judged"
+
 
 @dataclass(frozen=True)
 class Measured:
@@ -64,6 +70,9 @@ class Measured:
 
     report: dict[str, Any] | None
     problem: str | None = None
+    busy: str | None = None
+    """Set instead of `problem` when the measurement ran past the deadline while the host was busy
+    with other work: a busy node is named, not drained as slow (nothing was judged)."""
 
 
 def measure(names: Sequence[str], deadline: Deadline, outputs: dict[str, str | None] | None = None,
@@ -75,12 +84,16 @@ def measure(names: Sequence[str], deadline: Deadline, outputs: dict[str, str | N
         out = Path(folder) / "report.json"
         spec = {"names": list(names), "out": str(out), "confirm_warns": confirm_warns,
                 "judged": None if judged is None else list(judged), **(outputs or {})}
+        watch = LoadWatch.start()
         child = subprocess.Popen([sys.executable, "-m", "perfprobe.fleet.health_run", json.dumps(spec)],
                                  stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, start_new_session=True)
         try:
             code = child.wait(timeout=max(0.0, deadline.left()))
         except subprocess.TimeoutExpired:
-            _kill(child)
+            _kill(child)  # reaped: its CPU time is this process's own, not the others'
+            why = busy_because(*watch.fractions())
+            if why:
+                return Measured(None, busy=f"{deadline.slow_while_busy()}: {'; '.join(why)}")
             return Measured(None, deadline.slow())
         if code < 0:
             return Measured(None, f"health check's measurement killed by {_signal(-code)}{_oom_hint(-code)}")

@@ -58,3 +58,36 @@ def others_fraction(before: CpuTimes | None, after: CpuTimes | None, own_cpu_s: 
         return None
     busy_s = (after.busy - before.busy) / ticks_per_s
     return max(0.0, busy_s - own_cpu_s) / ((after.total - before.total) / ticks_per_s)
+
+
+def own_cpu_s() -> float:
+    """This process's CPU time, its threads and reaped children included (ipc's worker processes,
+    the health check's measuring child once it is waited for)."""
+    import os
+
+    times = os.times()
+    return times.user + times.system + times.children_user + times.children_system
+
+
+@dataclass(frozen=True)
+class LoadWatch:
+    """The host's CPU ticks and this process's CPU time at a start: at `fractions()`, how much of
+    the host's CPU time the hypervisor stole and other processes used since then."""
+
+    ticks: CpuTimes | None
+    own_s: float
+
+    @classmethod
+    def start(cls, sr: SysRoot | None = None) -> "LoadWatch":
+        return cls(cpu_times(sr or SysRoot(None)), own_cpu_s())
+
+    def fractions(self, sr: SysRoot | None = None) -> tuple[float | None, float | None]:
+        """(steal, others) since the start, each None when /proc/stat could not tell."""
+        import os
+
+        after = cpu_times(sr or SysRoot(None))
+        try:
+            per_s = float(os.sysconf("SC_CLK_TCK"))
+        except (ValueError, OSError):
+            per_s = 100.0
+        return steal_fraction(self.ticks, after), others_fraction(self.ticks, after, own_cpu_s() - self.own_s, per_s)
