@@ -184,3 +184,36 @@ def test_dram_read_over_trial_buffers_has_one_sample_a_buffer_on_one_and_all_thr
         assert read[threads]["trials"] is True and len(read[threads]["samples"]) == 4
         assert read[threads]["median"] > 0
     assert read["all"]["cpus"] and read["bytes_1t"] == 1 << 20
+
+
+@pytest.mark.parametrize("pages, cpus", [(1, 1), (7, 2), (64, 2)])
+def test_parallel_first_touch_writes_the_first_word_of_every_page_and_nothing_else(pages: int, cpus: int) -> None:
+    import os
+
+    from perfprobe.kernels import placement as kp
+    from perfprobe.probes.cache.measure import PAGE_WORDS
+
+    usable = sorted(os.sched_getaffinity(0))
+    placed_cpus = [usable[i % len(usable)] for i in range(cpus)]
+    a = np.ones(pages * PAGE_WORDS - 3, dtype=np.uint64)  # the last page partial
+    with kp.pinned_pool():
+        placed = k.Placed(placed_cpus)
+        k.touch_pages_placed(a, PAGE_WORDS, placed.masks, placed.where)
+    starts = np.arange(0, a.size, PAGE_WORDS)
+    assert (a[starts] == 0).all() and int(a.sum()) == a.size - len(starts)
+    assert all(int(c) >= 0 for c in placed.where)  # every share ran
+
+
+def test_the_first_touch_is_parallel_only_on_one_node_with_two_cpus_or_more() -> None:
+    """Latency chases read the buffer from the calling thread: a toucher spanning nodes would put
+    pages on other nodes, so there is none then (and none for one CPU, where it buys nothing)."""
+    from types import SimpleNamespace
+
+    from perfprobe.probes.cache.measure import first_toucher
+
+    one = SimpleNamespace(host={"numa": {"nodes": [{"id": 0, "cpus": [0, 1, 2, 3]}]}})
+    two = SimpleNamespace(host={"numa": {"nodes": [{"id": 0, "cpus": [0, 1]}, {"id": 1, "cpus": [2, 3]}]}})
+    assert first_toucher(one, k, [0, 1]) is not None  # type: ignore[arg-type]
+    assert first_toucher(one, k, [0]) is None  # type: ignore[arg-type]
+    assert first_toucher(two, k, [0, 2]) is None  # type: ignore[arg-type]
+    assert first_toucher(two, k, [2, 3]) is not None  # type: ignore[arg-type]

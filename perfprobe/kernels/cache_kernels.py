@@ -285,6 +285,20 @@ def fill_parallel(a: np.ndarray, value: float, nthreads: int) -> None:
 
 
 @njit(cache=True, parallel=True)
+def touch_pages_placed(a: np.ndarray, page_words: int, masks: np.ndarray, where: np.ndarray) -> None:
+    """Write a zero to the first word of each `page_words` page of fresh `a` (uint64), share t's
+    pages by a thread pinned to cpus[t]: the first touch in parallel (page faults are each CPU's
+    own work, and a guest's cost a host fault each). Shares are whole pages, contiguous."""
+    nthreads = masks.shape[0]
+    pages = (a.shape[0] + page_words - 1) // page_words
+    per = (pages + nthreads - 1) // nthreads
+    for t in prange(nthreads):
+        pin_share(masks, t, where)
+        for p in range(t * per, min(pages, (t + 1) * per)):
+            a[p * page_words] = 0
+
+
+@njit(cache=True, parallel=True)
 def fill_placed(a: np.ndarray, value: float, masks: np.ndarray, where: np.ndarray) -> None:
     """First touch of each share by the CPU that will use it (its pages land on that CPU's node)."""
     nthreads = masks.shape[0]

@@ -11,7 +11,7 @@ import mmap
 import re
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Iterator
+from typing import Callable, Iterator
 
 import numpy as np
 
@@ -19,9 +19,10 @@ HUGE_ALIGN = 2 << 20  # THP size on x86-64 and most arm64 kernels: align so whol
 
 
 @contextmanager
-def page_buffer(n_bytes: int, huge: bool, dtype: type = np.int64) -> Iterator[np.ndarray]:
+def page_buffer(n_bytes: int, huge: bool, dtype: type = np.int64,
+                touch: Callable[[np.ndarray], None] | None = None) -> Iterator[np.ndarray]:
     """A zero-filled numpy view of `n_bytes` (rounded up to whole pages) of fresh anonymous memory,
-    huge pages asked or refused.
+    huge pages asked or refused, first touched by `touch` (of the view) where given.
 
     The mapping is over-allocated by one huge page and the view starts at a 2 MiB boundary.
     """
@@ -39,6 +40,8 @@ def page_buffer(n_bytes: int, huge: bool, dtype: type = np.int64) -> Iterator[np
         raw = np.frombuffer(mapping, dtype=np.uint8)
         skip = (-raw.ctypes.data) % HUGE_ALIGN
         view = raw[skip:skip + n_bytes].view(dtype)
+        if touch is not None:
+            touch(view)
         yield view
     finally:
         raw = view = None

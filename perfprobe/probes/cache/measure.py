@@ -9,7 +9,7 @@ from __future__ import annotations
 import time
 from functools import partial
 from types import ModuleType
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Optional, Sequence
 
 import numpy as np
 
@@ -38,6 +38,32 @@ from perfprobe.pure.units import format_bytes
 from perfprobe.system.bind import usable_cpus
 from perfprobe.system.budget import host_memory_budget
 
+Toucher = Optional[Callable[[np.ndarray], None]]
+PAGE_WORDS = 4096 // 8
+"""uint64 words of a 4 KiB page: the first touch writes one a page (a huge page's first faults it)."""
+
+
+def first_toucher(ctx: ProbeContext, k: ModuleType, cpus: Sequence[int]) -> Toucher:
+    """Faults a fresh buffer in with one thread on each of `cpus` (k.touch_pages_placed), or None
+    where they are fewer than two or span NUMA nodes: the latency chases run on the calling thread,
+    and first touch places a page on its toucher's node. Why: on the 2-vCPU Firecracker guest a
+    fresh huge page costs the host about 8 ms to back (0.08-0.12 GB/s on one thread, twice that on
+    two, 2026-12-06), and the DRAM trials hold 1.25 GiB; the calling thread's CPUs are restored
+    after, so the chases run where they ran before."""
+    if len(cpus) < 2 or not tr.one_node(ctx.host, cpus):
+        return None
+    import os
+
+    def touch(buf: np.ndarray) -> None:
+        allowed = os.sched_getaffinity(0)
+        placed = k.Placed(cpus)
+        try:
+            k.touch_pages_placed(buf.view(np.uint64), PAGE_WORDS, placed.masks, placed.where)
+        finally:
+            os.sched_setaffinity(0, allowed)
+
+    return touch
+
 
 def measure(ctx: ProbeContext) -> dict[str, Any]:
     """Run every cache measurement and return the raw numbers (see docs/probes/cache.md)."""
@@ -57,7 +83,8 @@ def measure(ctx: ProbeContext) -> dict[str, Any]:
     raw: dict[str, Any] = {"plan": plan.as_raw(), "thp": thp, "curve_pages": "2M" if huge else "4K"}
     clock, background, parts = _PhaseClock(), BackgroundMeter(), _Parts(ctx)
     dram_read = None
-    with kp.pinned_pool(), page_buffer(plan.max_bytes, huge, np.uint64) as buf:
+    toucher = first_toucher(ctx, k, place.cpus)
+    with kp.pinned_pool(), page_buffer(plan.max_bytes, huge, np.uint64, toucher) as buf:
         raw["curve"] = clock.run("curve", _curve, ctx, k, buf, plan, key)
         raw["curve_huge_fraction"] = huge_fraction(buf)
         if parts.wanted("pattern"):
@@ -65,9 +92,10 @@ def measure(ctx: ProbeContext) -> dict[str, Any]:
         if parts.wanted("line"):
             raw["line"] = clock.run("line", _line, k, buf, plan, timing)
         if plan.l3_bytes:
-            clock.run("l3 trials", _l3_trials, k, plan, key, huge, raw)
+            clock.run("l3 trials", _l3_trials, k, plan, key, huge, raw, toucher)
         if plan.dram_bytes:
-            dram_read = clock.run("dram trials", _dram_trials, ctx, k, buf, plan, key, huge, place.cpus, raw)
+            dram_read = clock.run("dram trials", _dram_trials, ctx, k, buf, plan, key, huge, place.cpus, raw,
+                                  toucher)
         del buf  # the mapping closes only once no view of it is left
     if parts.wanted("pages"):
         huge_ns = raw["pattern"]["random_ns"] if huge else None
@@ -158,25 +186,26 @@ def _curve(ctx: ProbeContext, k: ModuleType, buf: Any, plan: Plan, timing: m.Tim
     return {"sizes_bytes": sizes, "latency_ns": latencies}
 
 
-def _l3_trials(k: ModuleType, plan: Plan, timing: m.Timing, huge: bool, raw: dict[str, Any]) -> None:
+def _l3_trials(k: ModuleType, plan: Plan, timing: m.Timing, huge: bool, raw: dict[str, Any],
+               touch: Toucher = None) -> None:
     """L3 latency over trial buffers (trials.py) at the plan's L3 set: the curve's point there
     becomes the figure over the trials, the curve's own timing its first. Why trials: on a shared
     VM, buffers at different physical pages meet the guest's share of the LLC differently, and a
     point of one buffer, timed once, moved with what a neighbour did in that moment."""
     more = tr.more_buffers(int(plan.l3_bytes or 0), plan.cap_bytes, plan.max_bytes)
     raw["curve"] = point_over_trials(k, raw["curve"], int(plan.l3_bytes or 0), plan.line_bytes, timing, huge,
-                                     more, keep_first=True, seed=2)
+                                     more, keep_first=True, seed=2, touch=touch)
 
 
 def point_over_trials(k: ModuleType, curve: dict[str, Any], at_bytes: int, line: int, timing: m.Timing,
-                      huge: bool, count: int, keep_first: bool, seed: int) -> dict[str, Any]:
+                      huge: bool, count: int, keep_first: bool, seed: int, touch: Toucher = None) -> dict[str, Any]:
     """`curve` with its point at `at_bytes` timed over `count` fresh buffers held at once
     (trials.latency_trials), each linked with its own permutation from `seed` on; `keep_first`:
     the point's own timing is the first trial (a measurement), else it is replaced (a re-measurement)."""
     sizes = list(curve["sizes_bytes"])
     at = point_at(sizes, at_bytes)
     latency = list(curve["latency_ns"])
-    with tr.held_buffers(count, sizes[at], huge) as held:
+    with tr.held_buffers(count, sizes[at], huge, touch) as held:
         latency[at] = tr.latency_trials(k, held, sizes[at], line, timing,
                                         first=latency[at] if keep_first else None, seed=seed)
         del held
@@ -184,7 +213,7 @@ def point_over_trials(k: ModuleType, curve: dict[str, Any], at_bytes: int, line:
 
 
 def _dram_trials(ctx: ProbeContext, k: ModuleType, buf: Any, plan: Plan, timing: m.Timing, huge: bool,
-                 cpus: Sequence[int], raw: dict[str, Any]) -> dict[str, Any]:
+                 cpus: Sequence[int], raw: dict[str, Any], touch: Toucher = None) -> dict[str, Any]:
     """DRAM latency and DRAM read over trial buffers held beside the curve's (trials.py): the
     curve's point at the DRAM set becomes the latency over the trials (the curve's own timing its
     first trial), and the DRAM read figure is returned for `_bandwidth`. Records `dram_trials`."""
@@ -193,7 +222,7 @@ def _dram_trials(ctx: ProbeContext, k: ModuleType, buf: Any, plan: Plan, timing:
     curve = raw["curve"]
     at = point_at(curve["sizes_bytes"], size)
     shared = tr.one_node(ctx.host, cpus)
-    with tr.held_buffers(extra, size, huge) as more:
+    with tr.held_buffers(extra, size, huge, touch) as more:
         latency = list(curve["latency_ns"])
         latency[at] = tr.latency_trials(k, more, size, plan.line_bytes, timing, first=latency[at], seed=2)
         raw["curve"] = {**curve, "latency_ns": latency}
@@ -334,8 +363,10 @@ def remeasure(ctx: ProbeContext, raw: dict[str, Any], keys: tuple[str, ...]) -> 
     timing, key, out = _timing(plan), _timing(plan, key=True), dict(raw)
     huge = raw.get("curve_pages") == "2M"
     trials = max(1, tr.more_buffers(plan.dram_bytes or 0, plan.cap_bytes, 0, tr.TRIALS))  # none held yet
+    toucher = first_toucher(ctx, k, place.cpus)
     if "dram_latency" in keys:
-        out["curve"] = dram_latency_trials(k, plan, key, huge, raw["curve"], trials)
+        with kp.pinned_pool():
+            out["curve"] = dram_latency_trials(k, plan, key, huge, raw["curve"], trials, toucher)
     if "line" in keys or "pattern" in keys:
         with page_buffer(plan.max_bytes, huge, np.uint64) as buf:
             if "line" in keys:
@@ -352,7 +383,7 @@ def remeasure(ctx: ProbeContext, raw: dict[str, Any], keys: tuple[str, ...]) -> 
         one, each = plan.max_bytes, plan.max_bytes // plan.threads
         with kp.pinned_pool():
             if plan.dram_bytes:
-                with tr.held_buffers(trials, plan.dram_bytes, huge) as held:
+                with tr.held_buffers(trials, plan.dram_bytes, huge, toucher) as held:
                     read = tr.read_trials(k, held, plan.dram_bytes, place.cpus, key)
                     del held
             else:
@@ -363,12 +394,12 @@ def remeasure(ctx: ProbeContext, raw: dict[str, Any], keys: tuple[str, ...]) -> 
 
 
 def dram_latency_trials(k: ModuleType, plan: Plan, timing: m.Timing, huge: bool, curve: dict[str, Any],
-                        trials: int) -> dict[str, Any]:
+                        trials: int, touch: Toucher = None) -> dict[str, Any]:
     """A re-measurement: `curve` with its point at the set DRAM latency is read at (2x the LLC)
     timed again over `trials` fresh buffers held at once, linked with other permutations than the
     first measurement's."""
     return point_over_trials(k, curve, plan.dram_bytes or curve["sizes_bytes"][-1], plan.line_bytes, timing,
-                             huge, trials, keep_first=False, seed=1 + tr.TRIALS)
+                             huge, trials, keep_first=False, seed=1 + tr.TRIALS, touch=touch)
 
 
 EDGE_SPACINGS = (8, 16, 32, 64, 128, 256, 512)

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from contextlib import ExitStack, contextmanager
 from types import ModuleType
-from typing import Any, Iterator, Mapping, Sequence
+from typing import Any, Callable, Iterator, Mapping, Sequence
 
 import numpy as np
 
@@ -55,10 +55,12 @@ def one_node(host: Facts, cpus: Sequence[int]) -> bool:
 
 
 @contextmanager
-def held_buffers(count: int, size: int, huge: bool) -> Iterator[list[np.ndarray]]:
-    """`count` fresh buffers of `size` bytes (uint64), all held until the block ends."""
+def held_buffers(count: int, size: int, huge: bool,
+                 touch: Callable[[np.ndarray], None] | None = None) -> Iterator[list[np.ndarray]]:
+    """`count` fresh buffers of `size` bytes (uint64), all held until the block ends, each first
+    touched by `touch` where given (buffers.page_buffer)."""
     with ExitStack() as held:
-        yield [held.enter_context(page_buffer(size, huge, np.uint64)) for _ in range(count)]
+        yield [held.enter_context(page_buffer(size, huge, np.uint64, touch)) for _ in range(count)]
 
 
 def over_trials(per_trial: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
