@@ -15,6 +15,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -122,11 +123,17 @@ def test_as_nobody_without_home_the_kernels_still_load():
     if why:
         pytest.skip(f"non-root case skipped: {why}")
     env = {k: v for k, v in os.environ.items() if k not in ("NUMBA_CACHE_DIR", "XDG_CACHE_HOME")}
-    proc = subprocess.run([*NOBODY, sys.executable, "-c", "import perfprobe.kernels.cache_kernels"],
-                          cwd=REPO, capture_output=True, text=True, env={**env, "HOME": "/nonexistent"},
-                          timeout=120)
-    assert proc.returncode == 0, proc.stderr[-500:]
-    assert "no locator" not in proc.stderr
+    tmp = Path(tempfile.mkdtemp(prefix="perfprobe-test-tmp-"))
+    try:
+        tmp.chmod(0o777)  # nobody's TMPDIR: where the private numba cache goes, and must be gone from after
+        proc = subprocess.run([*NOBODY, sys.executable, "-c", "import perfprobe.kernels.cache_kernels"],
+                              cwd=REPO, capture_output=True, text=True,
+                              env={**env, "HOME": "/nonexistent", "TMPDIR": str(tmp)}, timeout=120)
+        assert proc.returncode == 0, proc.stderr[-500:]
+        assert "no locator" not in proc.stderr and "for this run only" in proc.stderr
+        assert list(tmp.iterdir()) == []
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
 
 
 # 2. A damaged cpulist is bounded by what can exist.

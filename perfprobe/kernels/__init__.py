@@ -2,14 +2,17 @@
 
 Importing this package makes sure numba's `cache=True` kernels have somewhere to cache: the
 package directory when it is writable, else a user cache directory, else (no writable home: a
-container, a CI runner, a Slurm job, `nobody`) a private temporary directory, said once on stderr.
+container, a CI runner, a Slurm job, `nobody`) a private temporary directory, said once on stderr
+and removed when the process that made it exits.
 Never fail a measurement over a cache: when no directory at all can be made, caching is switched
 off and the kernels compile on every run.
 """
 
 from __future__ import annotations
 
+import atexit
 import os
+import shutil
 import sys
 import tempfile
 from pathlib import Path
@@ -34,7 +37,8 @@ def _ensure_numba_cache_dir() -> None:
         CACHE_NOTE = "no writable directory for numba's cache: kernels are compiled on every run"
         _disable_numba_cache()
     else:
-        os.environ["NUMBA_CACHE_DIR"] = private
+        os.environ["NUMBA_CACHE_DIR"] = private  # children (ipc's worker, the health check's) share it
+        atexit.register(shutil.rmtree, private, ignore_errors=True)  # nothing of a run outlives it
         CACHE_NOTE = (f"no writable cache directory (home: {os.environ.get('HOME') or 'unset'}): numba "
                       f"caches in {private} for this run only; set NUMBA_CACHE_DIR to keep compiled kernels")
     sys.stderr.write(f"perfprobe: note: {CACHE_NOTE}\n")
