@@ -48,11 +48,13 @@ def test_plain_figures_counts_and_ratios_stay_bare():
 
 @pytest.mark.parametrize("path", RECORDINGS, ids=lambda p: p.name)
 def test_a_recording_breaks_no_relation_but_the_kept_speed_where_its_threads_lost_it(path):
-    """Where threads kept 90% of one thread's speed the figures stand; where they did not (the busy
-    2-vCPU runs, the H200 guest at 45% and 85%), every atomic figure is named by that relation alone."""
+    """Where threads kept 90% of one thread's speed in their fastest repeats and 85% in their medians
+    the figures stand; where they did not (the busy 2-vCPU runs, the H200 guest at 45% and 85%, the
+    Xeon guest's medians at 81%), every atomic figure is named by those relations alone."""
     metrics = judged(path.name)
     found = broken(metrics)
-    if metrics["scaling_efficiency.atomic"].value >= falseshare.KEPT_SPEED:
+    if metrics["scaling_efficiency.atomic"].value >= falseshare.KEPT_SPEED and \
+            metrics["kept_speed.atomic"].value >= falseshare.KEPT_MEDIAN_SPEED:
         assert found == {}
     else:
         assert set(found) == {n for n in metrics if n.startswith(("ns_per_update.atomic.",
@@ -70,9 +72,31 @@ def test_the_run_whose_two_vcpus_shared_a_core_has_its_atomic_figures_named():
     assert not any(n.startswith(("ns_per_update.plain", "core_to_core", "scaling")) for n in found)
 
 
+def test_the_run_whose_medians_slowed_while_its_fastest_repeats_did_not_has_its_atomic_figures_named():
+    """The 2-vCPU Xeon guest's run05 (bench-compare, 2026-12-06 01:59 UTC): four of five two-thread
+    repeats at 6.0-6.5 ns where one thread read 4.8, the fastest 4.95 (efficiency 0.966): compare
+    called its 64 B median +22%. The medians' witness names it; the fastest repeats' does not."""
+    metrics = judged("falseshare_xeon2c_medians_slowed.json")
+    assert metrics["scaling_efficiency.atomic"].value == pytest.approx(0.966, abs=0.001)
+    assert metrics["kept_speed.atomic"].value == pytest.approx(0.812, abs=0.001)
+    found = broken(metrics)
+    assert "ns_per_update.atomic.64B" in found and "true_sharing_ns_per_update.atomic" in found
+    assert "kept_speed.atomic 0.812 below 0.85" in found["ns_per_update.atomic.64B"]
+    assert not any(n.startswith(("ns_per_update.plain", "core_to_core", "scaling", "kept")) for n in found)
+
+
+def test_the_quiet_recordings_medians_keep_their_figures():
+    """falseshare_kvm_2cpu.json, a quiet 2-vCPU run, reads 0.896 on its medians: under the fastest
+    repeats' 0.90, above the medians' 0.85, so it stands."""
+    metrics = judged("falseshare_kvm_2cpu.json")
+    assert metrics["kept_speed.atomic"].value == pytest.approx(0.896, abs=0.001)
+    assert broken(metrics) == {}
+
+
 def test_threads_placed_on_smt_siblings_keep_their_figures():
     """On SMT siblings padded updates run at about half speed in every run: the host's own figure."""
-    metrics = planted(judged("falseshare_kvm_2cpu.json"), "scaling_efficiency.atomic", 0.5)
+    metrics = planted(planted(judged("falseshare_kvm_2cpu.json"), "scaling_efficiency.atomic", 0.5),
+                      "kept_speed.atomic", 0.5)
     assert broken(planted(metrics, "smt_shared_cores", 1)) == {}
 
 

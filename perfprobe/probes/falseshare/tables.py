@@ -18,6 +18,7 @@ from perfprobe.probes.falseshare.figures import (
     distance_and_padding,
     disturbed_fraction,
     efficiency,
+    kept_speed,
     median,
     slowdowns,
 )
@@ -65,6 +66,9 @@ def metrics(raw: FalseshareRaw, host: Facts) -> dict[str, Metric]:
         eff = efficiency(raw, kind)
         if eff is not None:
             found[f"scaling_efficiency.{kind}"] = Metric(round(eff, 3), "ratio")
+    kept = kept_speed(raw, "atomic")  # the plain medians flip between two modes: no witness in them
+    if kept is not None:
+        found["kept_speed.atomic"] = Metric(round(kept, 3), "ratio")
     found["plain_distance_bytes"] = Metric(destructive_distance(cost_by_spacing(raw, "plain", threads)), "bytes")
     found.update({"destructive_distance_bytes": Metric(distance, "bytes"),
                   "recommended_padding_bytes": Metric(pad, "bytes"),
