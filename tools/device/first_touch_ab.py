@@ -5,8 +5,9 @@ buffers read 141-146 GB/s in three of five `all --quick` runs and 195-211 in two
 runs' thread sweep at 16 threads (arrays first touched by their 16 readers) read 212-228 in all
 five. The trial buffers were first touched by the calling thread alone; cache now touches them
 with one thread per placement CPU (measure.first_toucher). This holds `--buffers` huge-page buffers
-touched each way at once, in alternating rounds, and prints each buffer's all-thread read GB/s,
-one-thread read GB/s and random-chase latency.
+touched each way at once (2 MiB pages by the calling thread, 2 MiB pages by one thread per CPU,
+4 KiB pages by one thread per CPU, as the thread sweep's arrays are), in rotating rounds, and
+prints each buffer's all-thread read GB/s, one-thread read GB/s and random-chase latency.
 
     python3 tools/device/first_touch_ab.py [--mib 420] [--rounds 3] [--buffers 3]
 """
@@ -51,15 +52,15 @@ def main() -> None:
         os.sched_setaffinity(0, allowed)
 
     timing = m.Timing(0.02, 3)
+    ways = [("2M serial", True, serial), ("2M parallel", True, parallel), ("4K parallel", False, parallel)]
     seen: dict[str, dict[str, list[float]]] = {n: {"all": [], "1t": [], "ns": [], "touch_s": []}
-                                               for n in ("serial", "parallel")}
+                                               for n, _, _ in ways}
     with kp.pinned_pool():
         for r in range(args.rounds):
-            for name, touch in (("serial", serial), ("parallel", parallel)) if r % 2 == 0 else \
-                    (("parallel", parallel), ("serial", serial)):
+            for name, huge, touch in ways[r % len(ways):] + ways[:r % len(ways)]:
                 with ExitStack() as held:
                     started = time.perf_counter()
-                    bufs = [held.enter_context(page_buffer(size, True, np.uint64, touch))
+                    bufs = [held.enter_context(page_buffer(size, huge, np.uint64, touch))
                             for _ in range(args.buffers)]
                     seen[name]["touch_s"].append(time.perf_counter() - started)
                     for buf in bufs:
@@ -68,11 +69,11 @@ def main() -> None:
                         seen[name]["all"].append(rates["all"]["median"])
                         seen[name]["1t"].append(rates["1t"]["median"])
                         seen[name]["ns"].append(lat["median"])
-                        print(f"round {r} {name:8s} all {rates['all']['median']:7.1f} GB/s  "
+                        print(f"round {r} {name:11s} all {rates['all']['median']:7.1f} GB/s  "
                               f"1t {rates['1t']['median']:6.1f} GB/s  latency {lat['median']:6.1f} ns", flush=True)
                     del bufs
     for name, s in seen.items():
-        print(f"{name:8s}: all {min(s['all']):.1f}-{max(s['all']):.1f} (median {median(s['all']):.1f}) GB/s; "
+        print(f"{name:11s}: all {min(s['all']):.1f}-{max(s['all']):.1f} (median {median(s['all']):.1f}) GB/s; "
               f"1t {min(s['1t']):.1f}-{max(s['1t']):.1f}; latency {min(s['ns']):.1f}-{max(s['ns']):.1f} ns; "
               f"touch of {args.buffers} buffers {min(s['touch_s']):.2f}-{max(s['touch_s']):.2f} s")
 
