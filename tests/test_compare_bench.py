@@ -220,3 +220,16 @@ def test_the_pair_bench_counts_a_planted_run_in_every_pair_it_is_in(tmp_path, ca
     assert cs.parse_summary_line(out) == (1, 3) and code == 1
     assert "run01.json -> run03.json: 1 regression(s): cache:latency_ns.L1 (+50%)" in out
     assert "run01.json -> run02.json: 0 regressions" in out
+
+
+def test_a_planted_all_thread_dram_slowdown_slows_the_sweep_too_and_stays_judged(tmp_path, capsys):
+    """cache's relation keeps DRAM read over the trial buffers in step with the thread sweep's top
+    count: a slower memory system slows both, so a planting of one alone would read as unstable."""
+    recording = _recording("cache_epyc2c_quick.json")
+    figure = next(f for f in pc.figures_in(recording) if f.key == "cache:read_gbs.DRAM.all")
+    after = _replayed(pc.plant(recording, figure, 1.30), figure, tmp_path, capsys, "after")
+    assert not pc.metric_of(after, "cache:read_gbs.DRAM.all").get("unstable")
+    sweep = recording["raw"]["cache"]["sweep"]
+    planted = pc.plant(recording, figure, 1.30)["raw"]["cache"]["sweep"]
+    for count, old, new in zip(sweep["threads"], sweep["read_gbs"], planted["read_gbs"]):
+        assert new["median"] == pytest.approx(old["median"] / 1.30 if count > 1 else old["median"])

@@ -150,10 +150,18 @@ def _latency_level(raw: Mapping[str, Any], host: Mapping[str, Any], level: str, 
 
 
 def _dram_read(raw: Mapping[str, Any], threads: str) -> list[Stat]:
-    """cache raw["bandwidth"]["DRAM"]["read_gbs"]["1t"|"all"] (and the all-thread run it replaced)."""
+    """cache raw["bandwidth"]["DRAM"]["read_gbs"]["1t"|"all"] (and the all-thread run it replaced);
+    for "all" also the thread sweep's read at every count above one: a slower memory system slows
+    both, and the relation that keeps the two in step (cache's NotBelowTopCount) must not take a
+    planted change for an unstable figure."""
     rates = ((raw.get("bandwidth") or {}).get("DRAM") or {}).get("read_gbs") or {}
     names = ("1t",) if threads == "1t" else ("all", "first_all")
-    return [rates[n] for n in names if isinstance(rates.get(n), dict)]
+    found = [rates[n] for n in names if isinstance(rates.get(n), dict)]
+    sweep = raw.get("sweep") or {}
+    if threads == "all" and found and isinstance(sweep.get("read_gbs"), list):
+        found += [stat for count, stat in zip(sweep.get("threads") or [], sweep["read_gbs"])
+                  if isinstance(stat, dict) and count > 1]
+    return found
 
 
 def _falseshare_atomic_64(raw: Mapping[str, Any]) -> list[Stat]:

@@ -6,7 +6,7 @@ the metric carries `unstable` (the reason) and nobody judges it — timing-based
 are held back as notes, and compare, fleet and the health check leave the figure out. pyperf's
 "the benchmark result may be unstable" is the model; unlike pyperf, perfprobe re-measures first.
 
-A probe declares its relations in `Probe.relations` with the four builders below; each probe's
+A probe declares its relations in `Probe.relations` with the builders below; each probe's
 docs page lists them under "Relations".
 """
 
@@ -55,6 +55,30 @@ class NotBelow:
             if a is not None and b is not None and b > 0 and a < self.factor * b:
                 out.append((subject, f"{self.why}: {a:.4g} against {reference} {b:.4g}"))
         return out
+
+
+@dataclass(frozen=True)
+class NotBelowTopCount:
+    """`subject` is at least `factor` × the metric `prefix<N>` of the largest N present: the same
+    work timed twice in one run cannot differ by more than noise (all threads reading DRAM over the
+    trial buffers, and the thread sweep at its largest count over arrays of its own). Under other
+    work that competes all along both read low, and agree. The subject is named."""
+
+    subject: str
+    prefix: str
+    factor: float
+    why: str
+
+    def broken(self, metrics: Mapping[str, Metric]) -> list[tuple[str, str]]:
+        counts = [int(name[len(self.prefix):]) for name in metrics
+                  if name.startswith(self.prefix) and name[len(self.prefix):].isdigit()]
+        if not counts:
+            return []
+        top = f"{self.prefix}{max(counts)}"
+        a, b = _number(metrics.get(self.subject)), _number(metrics.get(top))
+        if a is not None and b is not None and b > 0 and a < self.factor * b:
+            return [(self.subject, f"{self.why}: {a:.4g} against {top} {b:.4g}")]
+        return []
 
 
 @dataclass(frozen=True)
@@ -115,7 +139,7 @@ class StandsWhile:
                 if any(fnmatchcase(name, p) for p in self.patterns) and _number(metric) is not None]
 
 
-Relation = Union[NotBelow, Ordered, AtMost, StandsWhile]
+Relation = Union[NotBelow, NotBelowTopCount, Ordered, AtMost, StandsWhile]
 
 
 def unstable(metrics: Mapping[str, Metric], relations: Sequence[Relation] = (),
