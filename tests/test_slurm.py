@@ -26,11 +26,16 @@ sys.path.insert(0, str(REPO / "tests"))
 pytestmark = pytest.mark.skipif(os.environ.get("PERFPROBE_SLURM") != "1",
                                 reason="needs Slurm and node_exporter: run `make test-slurm`")
 FAULT = ["taskset", "-c", "0"]
-INTERVAL_S = 45
+INTERVAL_S = 90
 """HealthCheckInterval: each check runs host and cache --quick (the README's script); three nodes on
 two cores every 5 s would overlap without end. At 20 s, on the 2-vCPU Xeon guest (cache --quick 9 s
 alone, two numba threads a check), three nodes' checks kept the two CPUs busy, overlapped, and healthy
-nodes ran past the 40 s deadline (2026-12-02)."""
+nodes ran past the 40 s deadline (2026-12-02). At 45 s (CYCLE: a check every 15 s) with checks of
+12-16 s alone whose faulting takes both CPUs, CI's guest fell into three checks at once, each past 40 s:
+a healthy n1 was drained as slow (12-06 02:10), and once the check named a busy host instead, no check
+finished and n2 was never resumed (12-06 04:34). At 90 s a check starts every 30 s."""
+RESUME_S = INTERVAL_S + 60
+"""The longest wait for a check to act: one interval, and the check itself."""
 DEADLINE_S = 40  # healthcheck's default --deadline
 
 
@@ -100,7 +105,7 @@ def test_fanout_fleet_healthcheck_drain_and_resume(cluster):
                      "--baseline-out", str(cluster.root / "cache-baseline.json"), "--", "cache", "--quick", timeout=400)
     say(f"perfprobe fleet run --nodes 3 -- cache --quick: exit {done.returncode}\n{done.stdout.strip()[-600:]}")
     (cluster.root / "cache-baseline.json").rename(cluster.root / "baseline.json")  # slurmd runs the check now
-    cluster.wait_for(lambda: "DRAIN" in cluster.state("n3"), 90, "n3 drained by the health check")
+    cluster.wait_for(lambda: "DRAIN" in cluster.state("n3"), RESUME_S, "n3 drained by the health check")
     reasons = cluster.run(["sinfo", "-R", "-o", "%N|%E"]).stdout
     say(f"sinfo -R:\n{reasons.strip()}")
     assert "n3|perfprobe: usable CPUs 1 vs baseline 2" in reasons
@@ -110,7 +115,7 @@ def test_fanout_fleet_healthcheck_drain_and_resume(cluster):
     # Fault gone: n3's slurmd restarted without taskset; its start-up health check resumes it
     cluster.stop("slurmd-n3")
     cluster.start_slurmd("n3")
-    cluster.wait_for(lambda: cluster.state("n3") == "IDLE", 90, "n3 resumed by the health check")
+    cluster.wait_for(lambda: cluster.state("n3") == "IDLE", RESUME_S, "n3 resumed by the health check")
     say(f"after the fault is gone: {cluster.node('n3').split(' State=')[1].split()[0]}; sinfo -R:\n"
         f"{cluster.run(['sinfo', '-R']).stdout.strip()}")
 
@@ -153,7 +158,7 @@ def test_the_node_under_a_cpu_quota_is_drained_alone_within_the_deadline(cluster
         cluster.stop("slurmd-n2")
         cluster.start_slurmd("n2")
         box.remove()
-    cluster.wait_for(lambda: cluster.state("n2") == "IDLE", INTERVAL_S * 4, "n2 resumed without the quota")
+    cluster.wait_for(lambda: cluster.state("n2") == "IDLE", 2 * RESUME_S, "n2 resumed without the quota")
 
 
 def test_node_exporter_serves_the_prom_file(cluster):
