@@ -21,7 +21,7 @@ from test_fleet_cli import own_baseline
 def test_a_measurement_past_its_deadline_is_busy_only_when_others_used_the_host(monkeypatch, others, busy):
     """A real child, killed half a second in (4 s of the deadline are kept for scontrol); the host's
     load is what /proc/stat would have said (`others`: the share of CPU time other processes used)."""
-    monkeypatch.setattr(LoadWatch, "fractions", lambda self, sr=None: (0.0, others))
+    monkeypatch.setattr(LoadWatch, "fractions", lambda self: (0.0, others))
     measured = health_run.measure(["host", "cache"], health_run.Deadline(health_run.ACT_RESERVE_S + 0.5))
     assert measured.report is None
     if busy:

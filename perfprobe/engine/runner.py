@@ -14,7 +14,7 @@ import sys
 import time
 import traceback
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
 from perfprobe import __version__
 from perfprobe.engine import confirm, quick_budget, stability
@@ -27,6 +27,9 @@ from perfprobe.engine.stages import StageClock
 from perfprobe.errors import BindError, GpuUnavailable, ProbeSkipped, UsageError
 from perfprobe.host.identity import stamped
 from perfprobe.system.process_state import preserved
+
+if TYPE_CHECKING:
+    from perfprobe.host.load import LoadWatch
 
 EXIT_OK, EXIT_WARN, EXIT_USAGE, EXIT_ERROR = 0, 1, 2, 3
 BIND_ADVICE = ("nothing was measured: check the cpuset and memory policy this process inherits "
@@ -149,7 +152,7 @@ class _LoadWatch:
     """The load watch of a live run (host/load.py LoadWatch); none on a captured tree, whose
     /proc/stat is not this run's."""
 
-    watch: Any
+    watch: "LoadWatch"
 
     @classmethod
     def start(cls, config: RunConfig) -> "_LoadWatch | None":

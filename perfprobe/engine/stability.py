@@ -74,11 +74,7 @@ class NotBelowTopCount:
                   if name.startswith(self.prefix) and name[len(self.prefix):].isdigit()]
         if not counts:
             return []
-        top = f"{self.prefix}{max(counts)}"
-        a, b = _number(metrics.get(self.subject)), _number(metrics.get(top))
-        if a is not None and b is not None and b > 0 and a < self.factor * b:
-            return [(self.subject, f"{self.why}: {a:.4g} against {top} {b:.4g}")]
-        return []
+        return NotBelow(self.subject, f"{self.prefix}{max(counts)}", self.factor, self.why).broken(metrics)
 
 
 @dataclass(frozen=True)

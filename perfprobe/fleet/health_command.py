@@ -111,10 +111,10 @@ def _checked_within(names: list[str], config: RunConfig, base: dict[str, Any], p
     """The run's report, its problems and any busy note, all before the deadline. A measurement
     cut off by the deadline while other processes kept the host busy drains nothing for its
     slowness (a node running a job is not a slow node); the facts judged first still drain.
-    The host facts are judged first, in this process: a fact that differs from the baseline (a CPU quota, CPUs taken away)
-    drains without timing the node, so a node made slow by it answers at once with the reason; the
-    timings run in a child that the deadline stops (health_run.py), and a timing is confirmed by a
-    re-measurement before it drains, if the deadline leaves time for one."""
+    The host facts are judged first, in this process: a fact that differs from the baseline (a CPU
+    quota, CPUs taken away) drains without timing the node, so a node made slow by it answers at
+    once with the reason; the timings run in a child that the deadline stops (health_run.py), and a
+    timing is confirmed by a re-measurement before it drains, if the deadline leaves time for one."""
     from perfprobe.fleet import health_run, reports
     from perfprobe.fleet import healthcheck as hc
     from perfprobe.host import read_host_facts

@@ -4,6 +4,7 @@ captured trees. Reading measures nothing and never raises: None where unreadable
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 
 from perfprobe.host.sysroot import SysRoot
@@ -63,31 +64,32 @@ def others_fraction(before: CpuTimes | None, after: CpuTimes | None, own_cpu_s: 
 def own_cpu_s() -> float:
     """This process's CPU time, its threads and reaped children included (ipc's worker processes,
     the health check's measuring child once it is waited for)."""
-    import os
-
     times = os.times()
     return times.user + times.system + times.children_user + times.children_system
+
+
+def _ticks_per_s() -> float:
+    try:
+        return float(os.sysconf("SC_CLK_TCK"))
+    except (ValueError, OSError):
+        return 100.0
 
 
 @dataclass(frozen=True)
 class LoadWatch:
     """The host's CPU ticks and this process's CPU time at a start: at `fractions()`, how much of
-    the host's CPU time the hypervisor stole and other processes used since then."""
+    the host's CPU time the hypervisor stole and other processes used since then (this host's own
+    /proc/stat: a live run's, never a captured tree's)."""
 
     ticks: CpuTimes | None
     own_s: float
 
     @classmethod
-    def start(cls, sr: SysRoot | None = None) -> "LoadWatch":
-        return cls(cpu_times(sr or SysRoot(None)), own_cpu_s())
+    def start(cls) -> "LoadWatch":
+        return cls(cpu_times(SysRoot(None)), own_cpu_s())
 
-    def fractions(self, sr: SysRoot | None = None) -> tuple[float | None, float | None]:
+    def fractions(self) -> tuple[float | None, float | None]:
         """(steal, others) since the start, each None when /proc/stat could not tell."""
-        import os
-
-        after = cpu_times(sr or SysRoot(None))
-        try:
-            per_s = float(os.sysconf("SC_CLK_TCK"))
-        except (ValueError, OSError):
-            per_s = 100.0
-        return steal_fraction(self.ticks, after), others_fraction(self.ticks, after, own_cpu_s() - self.own_s, per_s)
+        after = cpu_times(SysRoot(None))
+        return (steal_fraction(self.ticks, after),
+                others_fraction(self.ticks, after, own_cpu_s() - self.own_s, _ticks_per_s()))

@@ -6,6 +6,7 @@ this module costs nothing). The shape of what it returns is figures.CacheRaw (do
 
 from __future__ import annotations
 
+import os
 import time
 from functools import partial
 from types import ModuleType
@@ -52,7 +53,6 @@ def first_toucher(ctx: ProbeContext, k: ModuleType, cpus: Sequence[int]) -> Touc
     after, so the chases run where they ran before."""
     if len(cpus) < 2 or not tr.one_node(ctx.host, cpus):
         return None
-    import os
 
     def touch(buf: np.ndarray) -> None:
         allowed = os.sched_getaffinity(0)

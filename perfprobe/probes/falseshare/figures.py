@@ -5,7 +5,7 @@ The raw dict is measure()'s (or one recorded on another host); the TypedDicts na
 
 from __future__ import annotations
 
-from typing import Any, Mapping, TypedDict, cast
+from typing import Any, Callable, Mapping, TypedDict, cast
 
 from perfprobe.host.facts import Facts, caches_of
 from perfprobe.pure.stats import Stat
@@ -131,11 +131,7 @@ def efficiency(raw: FalseshareRaw, kind: str) -> float | None:
     """One thread's ns/update over each of T threads' on padded counters (1.0 = perfect scaling,
     its ceiling: T threads on their own lines cannot each run faster than one alone, so a figure
     above it is the repeats' noise and reads 1)."""
-    widest = max(raw["spacings_bytes"])
-    alone, many = case(raw, kind, 1, widest), case(raw, kind, raw["threads"], widest)
-    if not alone or not many:
-        return None
-    return min(1.0, fastest(alone) / fastest(many))
+    return _padded_ratio(raw, kind, fastest)
 
 
 def kept_speed(raw: FalseshareRaw, kind: str) -> float | None:
@@ -143,11 +139,16 @@ def kept_speed(raw: FalseshareRaw, kind: str) -> float | None:
     padded counters (capped at 1). The figures are medians, so this says whether the typical repeat
     kept speed where `efficiency` says whether the best one did: on the 2-vCPU Xeon guest a run's
     two-thread medians slowed 15-20% while its fastest repeats did not (0.81 here, 0.97 there)."""
+    return _padded_ratio(raw, kind, median)
+
+
+def _padded_ratio(raw: FalseshareRaw, kind: str, read: Callable[[CaseRecord], float]) -> float | None:
+    """One thread's ns/update over each of T threads' at the widest spacing, read by `read`, capped at 1."""
     widest = max(raw["spacings_bytes"])
     alone, many = case(raw, kind, 1, widest), case(raw, kind, raw["threads"], widest)
     if not alone or not many:
         return None
-    return min(1.0, median(alone) / median(many))
+    return min(1.0, read(alone) / read(many))
 
 
 def disturbed_fraction(raw: FalseshareRaw) -> float:
