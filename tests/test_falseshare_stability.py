@@ -85,6 +85,24 @@ def test_the_run_whose_medians_slowed_while_its_fastest_repeats_did_not_has_its_
     assert not any(n.startswith(("ns_per_update.plain", "core_to_core", "scaling", "kept")) for n in found)
 
 
+def test_a_run_whose_threads_lost_their_cpus_is_disturbed_and_compare_calls_nothing_from_it():
+    """The 16-vCPU Xeon guest of an H100 machine, 2026-12-06 07:20 UTC (bench-compare run01): steal
+    0 and other processes 0.2%, yet padded counters kept 0.36 of one thread's speed, and the same
+    run's L1 latency read 2.29 ns where the others read 1.69-1.94: compare called L1, L2 and L3 +27%,
+    +20% and +25%. The witness names the figures and the run is disturbed, with its reason."""
+    from perfprobe.engine import runner
+    from perfprobe.render.json import report_to_dict
+
+    metrics = judged("falseshare_xeon16c_h100_cpus_shared.json")
+    assert metrics["scaling_efficiency.atomic"].value == pytest.approx(0.359, abs=0.001)
+    assert all(why.startswith("load seen: ") for why in broken(metrics).values())
+    report = report_to_dict(runner.run(["falseshare"], RunConfig(
+        replay=DATA / "falseshare_xeon16c_h100_cpus_shared.json")))
+    assert report["disturbance"]["disturbed"] is True
+    assert report["disturbance"]["why"] == [
+        "falseshare: " + falseshare.SHARED_CORE + ": scaling_efficiency.atomic 0.359 below 0.9"]
+
+
 def test_the_quiet_recordings_medians_keep_their_figures():
     """falseshare_kvm_2cpu.json, a quiet 2-vCPU run, reads 0.896 on its medians: under the fastest
     repeats' 0.90, above the medians' 0.85, so it stands."""

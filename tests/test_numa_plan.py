@@ -28,6 +28,18 @@ def test_the_working_set_is_a_multiple_of_the_largest_cache_within_the_preset(qu
     assert (made.steps, made.latency_repeats, made.max_pairs) == ((500_000, 3, 16) if quick else (2_000_000, 7, 64))
 
 
+def test_the_largest_cache_is_its_plausible_size_as_cache_and_alloc_take_it():
+    """A 2-vCPU Xeon guest reports its host's 480 MiB L3 shared by its 2 CPUs: numa sizes from
+    64 MiB a sharing CPU (host.facts.plausible_cache_bytes), so `--quick` faults in 256 MiB, not 512."""
+    guest = {"caches": [{"level": 1, "type": "Data", "size_bytes": 48 << 10, "shared_cpus": [0]},
+                        {"level": 3, "type": "Unified", "size_bytes": 480 * MIB, "shared_cpus": [0, 1]},
+                        {"level": 1, "type": "Instruction", "size_bytes": 1024 * MIB, "shared_cpus": [0]}]}
+    assert plan.largest_cache_bytes(guest) == 128 * MIB
+    assert plan.make_plan(plan.PRESETS.quick, plan.largest_cache_bytes(guest), Knobs()).size_bytes == 256 * MIB
+    unshared = {"caches": [{"level": 3, "type": "Unified", "size_bytes": 480 * MIB}]}
+    assert plan.largest_cache_bytes(unshared) == 480 * MIB  # no sharing listed: nothing to bound it by
+
+
 def test_knobs_take_precedence_over_the_preset():
     made = plan.make_plan(plan.PRESETS.quick, 0, Knobs(size=20 * MIB, steps=1000, repeats=2, max_pairs=4))
     assert made == plan.Plan(20 * MIB, 1000, 2, 2, 4)

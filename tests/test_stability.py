@@ -75,6 +75,22 @@ def test_disturbance_names_steal_other_processes_and_hold_backs():
     assert len(busy["why"]) == 3 and "9%" in busy["why"][0] and "40%" in busy["why"][1]
 
 
+def test_a_load_witness_disturbs_the_run_and_another_unstable_figure_does_not():
+    """A StandsWhile that `shows_load` marks its figures LOAD_SEEN, and the run is disturbed with its
+    reason; the same relation without it, or a figure whose repeats disagree, leaves the run quiet."""
+    metrics = {"kept": Metric(0.36, "ratio"), "ns.64B": timed(18.5, 0.1)}
+    witness = stability.StandsWhile(("ns.*",), "kept", 0.85, "a core was shared", shows_load=True)
+    found = stability.unstable(metrics, (witness,))
+    assert found == {"ns.64B": "load seen: a core was shared: kept 0.36 below 0.85"}
+    marked = {**metrics, "ns.64B": Metric(18.5, "ns", unstable=found["ns.64B"])}
+    run = stability.disturbance([("falseshare", (), marked)], {"steal_fraction": 0.0, "others_fraction": 0.002})
+    assert run["disturbed"] is True and run["why"] == ["falseshare: a core was shared: kept 0.36 below 0.85"]
+    plain = stability.StandsWhile(("ns.*",), "kept", 0.85, "a core was shared")
+    assert not stability.unstable(metrics, (plain,))["ns.64B"].startswith(stability.LOAD_SEEN)
+    other = {"ns.64B": Metric(18.5, "ns", unstable="repeats disagree: MAD 33%")}
+    assert stability.disturbance([("falseshare", (), other)], {})["disturbed"] is False
+
+
 def test_load_readers_on_a_tree(tmp_path):
     (tmp_path / "proc").mkdir()
     (tmp_path / "proc" / "stat").write_text("cpu  100 0 50 800 10 0 0 40 0 0\ncpu0 1 2 3\n")

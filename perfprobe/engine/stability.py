@@ -32,6 +32,9 @@ relations still check every figure."""
 UNSTABLE_FIGURES = "unstable figures"
 """The reason of a warn held back because a figure it rests on is unstable (not load: disturbance
 leaves these out)."""
+LOAD_SEEN = "load seen: "
+"""How the reason of a figure a load witness marked begins (StandsWhile with `shows_load`): the
+probe's own threads saw their CPUs shared while timing, so the whole run is disturbed."""
 SECOND_RAW = "instability_raw"
 """Where the runner keeps the second measurement's raw numbers (replay judges them again)."""
 
@@ -117,20 +120,30 @@ class StandsWhile:
     figure timed while a condition it assumes did not hold (threads that each keep a core's speed)
     times that condition, not the effect, and the witness is the figure that shows it. Where
     `unless` is above 0 the host breaks the condition by design (threads placed on SMT siblings),
-    the witness's low value is the host's own and steady, and the relation does not apply."""
+    the witness's low value is the host's own and steady, and the relation does not apply.
+
+    `shows_load`: the witness measures whether the probe's threads kept their CPUs (false sharing's
+    padded counters: each thread its own line, so nothing but a shared CPU slows them). Broken,
+    it marks its figures with a reason that begins LOAD_SEEN and the run is disturbed
+    (`disturbance`): the other figures were timed on the same shared CPUs minutes apart at most.
+    On the 16-vCPU Xeon guest of an H100 machine (2026-12-06 07:20) five quiet-looking runs (steal
+    0, other processes under 0.5%) kept 0.36-0.87 of one thread's speed, and the same runs' L1
+    latency read 1.69-2.29 ns: compare called L1, L2, L3 and DRAM regressions of 12-40%."""
 
     patterns: tuple[str, ...]
     witness: str
     floor: float
     why: str
     unless: str | None = None
+    shows_load: bool = False
 
     def broken(self, metrics: Mapping[str, Metric]) -> list[tuple[str, str]]:
         excused = _number(metrics.get(self.unless)) if self.unless else None
         seen = _number(metrics.get(self.witness))
         if (excused is not None and excused > 0) or seen is None or seen >= self.floor:
             return []
-        return [(name, f"{self.why}: {self.witness} {seen:.3g} below {self.floor:g}")
+        said = f"{LOAD_SEEN if self.shows_load else ''}{self.why}: {self.witness} {seen:.3g} below {self.floor:g}"
+        return [(name, said)
                 for name, metric in metrics.items()
                 if any(fnmatchcase(name, p) for p in self.patterns) and _number(metric) is not None]
 
@@ -212,8 +225,9 @@ def disturbance(results: Sequence[tuple[str, Sequence[Finding], Mapping[str, Met
     """How disturbed a run was, and whether compare and the health check may call a regression
     from it. `results`: (probe key, findings, metrics) of each result; `measured`: the run's
     `steal_fraction`, `others_fraction` (host/load.py) and `usable_cpus`. A busy-host or shared-GPU
-    hold-back says the probe itself saw the load; an unstable figure is left out on its own and
-    does not disturb the rest; a warn not confirmed on a re-measurement was a transient, counted."""
+    hold-back says the probe itself saw the load, and so does a figure a load witness marked
+    (LOAD_SEEN); any other unstable figure is left out on its own and does not disturb the rest; a
+    warn not confirmed on a re-measurement was a transient, counted."""
     held = [key for key, findings, _ in results for f in findings
             if f.message.startswith(HELD_BACK) and not f.message.startswith(HELD_BACK + UNSTABLE_FIGURES)]
     unconfirmed = sum(f.message.startswith(NOT_CONFIRMED) for _, findings, _ in results for f in findings)
@@ -221,5 +235,7 @@ def disturbance(results: Sequence[tuple[str, Sequence[Finding], Mapping[str, Met
     why = busy_because(measured.get("steal_fraction"), measured.get("others_fraction"))
     if held:
         why.append(f"load held back findings of {', '.join(sorted(set(held)))}")
+    why += sorted({f"{key}: {m.unstable[len(LOAD_SEEN):]}" for key, _, metrics in results
+                   for m in metrics.values() if m.unstable and m.unstable.startswith(LOAD_SEEN)})
     return {**measured, "held_back": len(held), "not_confirmed": unconfirmed, "unstable": unstable_count,
             "disturbed": bool(why), "why": why}

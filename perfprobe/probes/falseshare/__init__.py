@@ -66,8 +66,10 @@ RELATIONS = (
             "slower than on counters sharing a line (8 B apart)"),
     Ordered((PADDED, "true_sharing_ns_per_update.atomic"), NOISE, "atomic updates on counters 256 B apart "
             "slower than every thread updating one counter"),
-    StandsWhile(ATOMIC_FIGURES, "scaling_efficiency.atomic", KEPT_SPEED, SHARED_CORE, unless="smt_shared_cores"),
-    StandsWhile(ATOMIC_FIGURES, "kept_speed.atomic", KEPT_MEDIAN_SPEED, SHARED_CORE, unless="smt_shared_cores"),
+    StandsWhile(ATOMIC_FIGURES, "scaling_efficiency.atomic", KEPT_SPEED, SHARED_CORE, unless="smt_shared_cores",
+                shows_load=True),
+    StandsWhile(ATOMIC_FIGURES, "kept_speed.atomic", KEPT_MEDIAN_SPEED, SHARED_CORE, unless="smt_shared_cores",
+                shows_load=True),
 )
 SPREAD_BOUND = 0.25
 """Many threads fighting over one line are chaotic: the 16-thread 32 B case's repeats had a MAD of
