@@ -4,6 +4,7 @@
 # against a baseline of them, then bench-speed (cold, 2 warm, a health check). The Markdown the
 # tools write (their host sections) and the runs come back under $OUT; a summary is printed last.
 #   OUT=/tmp/o bash tools/device/compare_speed_h200.sh       (STEPS="compare planted health speed")
+#   OUT=/tmp/o STEPS="health speed" RUNS_FROM=.devruns/runs.tgz bash tools/device/compare_speed_h200.sh
 # The machine lacks jsonschema: carry .whl (README "device") and install it first, as the caller does.
 set -u
 STEPS=${STEPS:-"compare planted health speed"}
@@ -14,6 +15,8 @@ PY="${PYTHON:-python3}"
 cp docs/results/compare-stability.md "$W/compare-stability.md"; cp docs/benchmarks.md "$W/benchmarks.md"
 pack() { tar -czf "$OUT/runs.tgz" -C "$W" runs 2>/dev/null; cp "$W"/*.md "$W"/*.log "$OUT/" 2>/dev/null; }
 uptime > "$W/steps.log"
+# RUNS_FROM: a runs.tgz an earlier call brought back (carried), for health without compare
+if [ -n "${RUNS_FROM:-}" ]; then tar -xzf "$RUNS_FROM" -C "$W"; fi
 if want compare; then
     timeout 200 "$PY" tools/compare_stability.py --runs 5 --ordered --against-baseline --out "$W/runs" \
         --md "$W/compare-stability.md" -- --require-gpu > "$W/compare.log" 2>&1
