@@ -16,6 +16,7 @@ from perfprobe.probes.cache.figures import (
     SweepStat,
     cores_to_saturate,
     gbs,
+    l1_held,
     pattern_ratio,
     rate,
     sweep_points,
@@ -57,6 +58,9 @@ def metrics(fig: CacheFigures) -> dict[str, Metric]:
     if "huge_ns" in pages:
         out["latency_ns.DRAM_4K_pages"] = stats.metric(pages["small_ns"], "ns", digits=1)
         out["latency_ns.DRAM_2M_pages"] = stats.metric(pages["huge_ns"], "ns", digits=1)
+    held = l1_held(fig.raw, fig.reported)
+    if held is not None:
+        out["l1_held"] = Metric(round(held, 3), "ratio")
     out.update(sweep_metrics(fig))
     return out
 
