@@ -40,6 +40,32 @@ def test_ordered_names_the_level_that_should_be_smaller():
     assert list(stability.unstable(metrics, (relation,))) == ["lat.L2"]
 
 
+@pytest.mark.parametrize("all_threads, broken", [(70.0, False), (90.0, False), (115.0, True)])
+def test_memory_read_faster_than_that_many_single_threads_is_named(all_threads, broken):
+    """Two threads at 1.5x two single threads (33 GB/s) is the ceiling: 115 is the EPYC guest's
+    two shares in two L3s."""
+    relation = stability.NoFasterThanThreads("read.all", "read.1t", 1.5, "faster than N threads", threads="threads")
+    metrics = {"read.all": Metric(all_threads, "GB/s"), "read.1t": Metric(33.0, "GB/s"),
+               "threads": Metric(2, "count")}
+    assert list(stability.unstable(metrics, (relation,))) == (["read.all"] if broken else [])
+
+
+def test_the_thread_count_comes_from_the_name_where_the_subject_holds_it():
+    relation = stability.NoFasterThanThreads("sweep.t{n}", "sweep.t1", 1.5, "faster than N threads")
+    metrics = {"sweep.t1": Metric(30.0, "GB/s"), "sweep.t2": Metric(118.0, "GB/s"),
+               "sweep.t4": Metric(150.0, "GB/s"), "sweep.total": Metric(999.0, "GB/s")}
+    assert list(stability.unstable(metrics, (relation,))) == ["sweep.t2"]
+
+
+def test_the_top_count_that_read_from_caches_is_no_reference():
+    plausible = stability.NoFasterThanThreads("sweep.t{n}", "sweep.t1", 1.5, "faster than N threads")
+    relation = stability.NotBelowTopCount("read.all", "sweep.t", 0.8, "far below the sweep", plausible=plausible)
+    metrics = {"read.all": Metric(47.0, "GB/s"), "sweep.t1": Metric(31.0, "GB/s"), "sweep.t2": Metric(118.0, "GB/s")}
+    assert stability.unstable(metrics, (relation,)) == {}
+    without = stability.NotBelowTopCount("read.all", "sweep.t", 0.8, "far below the sweep")
+    assert list(stability.unstable(metrics, (without,))) == ["read.all"]
+
+
 def test_at_most_a_ceiling():
     relation = stability.AtMost("*efficiency", 1.0, "an efficiency above its ceiling")
     metrics = {"best.efficiency": Metric(1.3, "ratio"), "other.efficiency": Metric(0.9, "ratio")}

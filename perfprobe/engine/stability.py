@@ -61,6 +61,41 @@ class NotBelow:
 
 
 @dataclass(frozen=True)
+class NoFasterThanThreads:
+    """`subject` is at most `factor` × N × `single`, N the threads that timed it: the metric
+    `threads` where given, else the count in the subject's name, where `subject` holds `{n}` (every
+    `dram_read_gbs.t{n}` present). Memory does not read faster than that many single threads; a
+    figure that does had its threads' shares sitting in caches one thread's set did not reach (a
+    guest's vCPUs on last-level caches it does not report). The subject is named."""
+
+    subject: str
+    single: str
+    factor: float
+    why: str
+    threads: str | None = None
+
+    def broken(self, metrics: Mapping[str, Metric]) -> list[tuple[str, str]]:
+        one = _number(metrics.get(self.single))
+        if one is None or one <= 0:
+            return []
+        out = []
+        for name, count in self._subjects(metrics):
+            value = _number(metrics.get(name))
+            if value is not None and count > 0 and value > self.factor * count * one:
+                out.append((name, f"{self.why}: {value:.4g} against {count} x {self.single} {one:.4g}"))
+        return out
+
+    def _subjects(self, metrics: Mapping[str, Metric]) -> list[tuple[str, int]]:
+        if "{n}" not in self.subject:
+            count = _number(metrics.get(self.threads)) if self.threads else None
+            return [(self.subject, int(count))] if count is not None else []
+        head, tail = self.subject.split("{n}")
+        return [(name, int(name[len(head):len(name) - len(tail)])) for name in metrics
+                if name.startswith(head) and name.endswith(tail)
+                and name[len(head):len(name) - len(tail)].isdigit()]
+
+
+@dataclass(frozen=True)
 class NotBelowTopCount:
     """`subject` is at least `factor` × the metric `prefix<N>` of the largest N present: the same
     work timed twice in one run cannot differ by more than noise (all threads reading DRAM over the
@@ -71,10 +106,14 @@ class NotBelowTopCount:
     prefix: str
     factor: float
     why: str
+    plausible: NoFasterThanThreads | None = None
+    """A count whose figure this names is no reference (the sweep read from caches there)."""
 
     def broken(self, metrics: Mapping[str, Metric]) -> list[tuple[str, str]]:
+        implausible = {name for name, _ in self.plausible.broken(metrics)} if self.plausible else set()
         counts = [int(name[len(self.prefix):]) for name in metrics
-                  if name.startswith(self.prefix) and name[len(self.prefix):].isdigit()]
+                  if name.startswith(self.prefix) and name[len(self.prefix):].isdigit()
+                  and name not in implausible]
         if not counts:
             return []
         return NotBelow(self.subject, f"{self.prefix}{max(counts)}", self.factor, self.why).broken(metrics)
@@ -148,7 +187,7 @@ class StandsWhile:
                 if any(fnmatchcase(name, p) for p in self.patterns) and _number(metric) is not None]
 
 
-Relation = Union[NotBelow, NotBelowTopCount, Ordered, AtMost, StandsWhile]
+Relation = Union[NotBelow, NoFasterThanThreads, NotBelowTopCount, Ordered, AtMost, StandsWhile]
 
 
 def unstable(metrics: Mapping[str, Metric], relations: Sequence[Relation] = (),

@@ -58,6 +58,8 @@ def metrics(fig: CacheFigures) -> dict[str, Metric]:
     if "huge_ns" in pages:
         out["latency_ns.DRAM_4K_pages"] = stats.metric(pages["small_ns"], "ns", digits=1)
         out["latency_ns.DRAM_2M_pages"] = stats.metric(pages["huge_ns"], "ns", digits=1)
+    if any(name.endswith(".all") for name in out):
+        out["threads"] = Metric(fig.threads, "count")
     held = l1_held(fig.raw, fig.reported)
     if held is not None:
         out["l1_held"] = Metric(round(held, 3), "ratio")
