@@ -89,10 +89,7 @@ class NoFasterThanThreads:
         if "{n}" not in self.subject:
             count = _number(metrics.get(self.threads)) if self.threads else None
             return [(self.subject, int(count))] if count is not None else []
-        head, tail = self.subject.split("{n}")
-        return [(name, int(name[len(head):len(name) - len(tail)])) for name in metrics
-                if name.startswith(head) and name.endswith(tail)
-                and name[len(head):len(name) - len(tail)].isdigit()]
+        return _counted(metrics, *self.subject.split("{n}"))
 
 
 @dataclass(frozen=True)
@@ -111,9 +108,7 @@ class NotBelowTopCount:
 
     def broken(self, metrics: Mapping[str, Metric]) -> list[tuple[str, str]]:
         implausible = {name for name, _ in self.plausible.broken(metrics)} if self.plausible else set()
-        counts = [int(name[len(self.prefix):]) for name in metrics
-                  if name.startswith(self.prefix) and name[len(self.prefix):].isdigit()
-                  and name not in implausible]
+        counts = [count for name, count in _counted(metrics, self.prefix) if name not in implausible]
         if not counts:
             return []
         return NotBelow(self.subject, f"{self.prefix}{max(counts)}", self.factor, self.why).broken(metrics)
@@ -234,6 +229,16 @@ def _held_if_unstable(finding: Finding, found: Mapping[str, str],
     patterns = [p for key in finding.confirm for p in rests_on.get(key, ("*",))] if rests_on else ["*"]
     under = sorted(name for name in found if any(fnmatchcase(name, p) for p in patterns))
     return held_back(finding, f"{UNSTABLE_FIGURES}: {', '.join(under)}") if under else finding
+
+
+def _counted(metrics: Mapping[str, Metric], head: str, tail: str = "") -> list[tuple[str, int]]:
+    """(name, N) for every metric named `head` N `tail` (dram_read_gbs.t4: N = 4)."""
+    out = []
+    for name in metrics:
+        middle = name[len(head):len(name) - len(tail)]
+        if name.startswith(head) and name.endswith(tail) and middle.isdigit():
+            out.append((name, int(middle)))
+    return out
 
 
 def _number(metric: Metric | None) -> float | None:
