@@ -18,7 +18,7 @@ uptime > "$W/steps.log"
 # RUNS_FROM: a runs.tgz an earlier call brought back (carried), for health without compare
 if [ -n "${RUNS_FROM:-}" ]; then tar -xzf "$RUNS_FROM" -C "$W"; fi
 if want compare; then
-    timeout 200 "$PY" tools/compare_stability.py --runs 5 --ordered --against-baseline --out "$W/runs" \
+    timeout 280 "$PY" tools/compare_stability.py --runs 5 --ordered --against-baseline --out "$W/runs" \
         --md "$W/compare-stability.md" -- --require-gpu > "$W/compare.log" 2>&1
     echo "compare exit $? at ${SECONDS}s" | tee -a "$W/steps.log"; pack
 fi
