@@ -218,7 +218,7 @@ def test_healthcheck_re_measures_warns_only_when_its_policy_drains_on_them(tmp_p
     report = json.loads((tmp_path / "me.json").read_text())
     asked, judged_asked = [], []
 
-    def measured(names, deadline, outputs=None, confirm_warns=True, judged=None):
+    def measured(names, deadline, outputs=None, confirm_warns=True, judged=None, meanwhile=None):
         asked.append(confirm_warns)
         judged_asked.append(judged)
         return health_run.Measured(report)

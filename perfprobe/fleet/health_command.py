@@ -115,7 +115,7 @@ def _checked_within(names: list[str], config: RunConfig, base: dict[str, Any], p
     quota, CPUs taken away) drains without timing the node, so a node made slow by it answers at
     once with the reason; the timings run in a child that the deadline stops (health_run.py), and a
     timing is confirmed by a re-measurement before it drains, if the deadline leaves time for one."""
-    from perfprobe.fleet import health_run, reports
+    from perfprobe.fleet import compare, health_run, reports
     from perfprobe.fleet import healthcheck as hc
     from perfprobe.host import read_host_facts
 
@@ -127,7 +127,7 @@ def _checked_within(names: list[str], config: RunConfig, base: dict[str, Any], p
     # and only the policy's metrics are judged, so only they are measured (RunConfig.judged)
     judged = hc.judged_figures(rules)
     first = health_run.measure(["host"] if ahead else names, clock, asked, confirm_warns=rules.drain_on_warn,
-                               judged=judged)
+                               judged=judged, meanwhile=compare.load_significance_test)
     if first.report is None:
         return Checked(None, ahead, first.busy) if first.busy else Checked(None, ahead + [str(first.problem)])
     found = hc.problems(first.report, group, rules)

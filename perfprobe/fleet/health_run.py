@@ -19,7 +19,7 @@ import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 from perfprobe.engine.stability import busy_because
 from perfprobe.host.load import LoadWatch
@@ -76,17 +76,21 @@ class Measured:
 
 
 def measure(names: Sequence[str], deadline: Deadline, outputs: dict[str, str | None] | None = None,
-            confirm_warns: bool = True, judged: Sequence[str] | None = None) -> Measured:
+            confirm_warns: bool = True, judged: Sequence[str] | None = None,
+            meanwhile: Callable[[], object] | None = None) -> Measured:
     """Run `names` (quick) in a child; the report, or the problem when it ran past the deadline or
     died. `confirm_warns` False: no timing warn is re-measured (RunConfig.confirm_warns); `judged`:
-    the only figures measured for (RunConfig.judged; None: all)."""
+    the only figures measured for (RunConfig.judged; None: all). `meanwhile`: work of this process
+    done while the child starts (its interpreter, numba, the probes' cached kernels), before it
+    measures: the child waits for the word to go (`_go`), so the two never overlap a timing."""
     with tempfile.TemporaryDirectory(prefix="perfprobe-healthcheck-") as folder:
         out = Path(folder) / "report.json"
         spec = {"names": list(names), "out": str(out), "confirm_warns": confirm_warns,
-                "judged": None if judged is None else list(judged), **(outputs or {})}
+                "judged": None if judged is None else list(judged), "wait_for_go": True, **(outputs or {})}
         watch = LoadWatch.start()
         child = subprocess.Popen([sys.executable, "-m", "perfprobe.fleet.health_run", json.dumps(spec)],
-                                 stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, start_new_session=True)
+                                 stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, start_new_session=True)
+        _go(child, meanwhile)
         try:
             code = child.wait(timeout=max(0.0, deadline.left()))
         except subprocess.TimeoutExpired:
@@ -102,6 +106,22 @@ def measure(names: Sequence[str], deadline: Deadline, outputs: dict[str, str | N
         except (OSError, ValueError):
             return Measured(None, f"health check's measurement ended with exit {code} and no report")
         return Measured(data if isinstance(data, dict) else None)
+
+
+def _go(child: subprocess.Popen[bytes], meanwhile: Callable[[], object] | None) -> None:
+    """Do `meanwhile`, then tell the child to measure. A child already gone leaves a closed pipe
+    (its exit is read by the caller); a failing `meanwhile` only loses its head start."""
+    try:
+        if meanwhile is not None:
+            meanwhile()
+    except Exception:  # noqa: BLE001 - an optimisation: what it would have loaded loads when used
+        pass
+    try:
+        assert child.stdin is not None
+        child.stdin.write(b"go\n")
+        child.stdin.close()
+    except OSError:
+        pass
 
 
 def _kill(child: subprocess.Popen[bytes]) -> None:
@@ -140,6 +160,9 @@ def _child(spec_text: str) -> int:
     config = RunConfig(quick=True, json=True, output=path["output"], prom=path["prom"], junit=path["junit"],
                        confirm_warns=spec.get("confirm_warns") is not False,
                        judged=None if spec.get("judged") is None else tuple(spec["judged"]))
+    if spec.get("wait_for_go"):
+        _ready(spec["names"])
+        sys.stdin.buffer.readline()  # the parent's word (or its end): nothing timed before it
     report = runner.run(spec["names"], config)
     for line in outputs.write_all(report, config):
         sys.stderr.write(f"perfprobe: error: {line}\n")
@@ -148,6 +171,20 @@ def _child(spec_text: str) -> int:
     part.write_text(json.dumps(report_to_dict(report)))
     os.replace(part, out)
     return runner.exit_code(report)
+
+
+def _ready(names: Sequence[str]) -> None:
+    """Load numba and the probes' kernels from numba's cache while the parent does its own start-up
+    work: the measurement then starts at once. Kernels the cache lacks are left to the run, which
+    compiles them ahead in parallel (kernels/warmup.py)."""
+    try:
+        from perfprobe.kernels import warmup
+
+        wanted = warmup.needed(names)
+        lacking = {(k.module, k.function, json.dumps(k.signature)) for k in warmup.missing(wanted)}
+        warmup.load([k for k in wanted if (k.module, k.function, json.dumps(k.signature)) not in lacking])
+    except Exception:  # noqa: BLE001 - an optimisation only: the run loads them at first call
+        pass
 
 
 if __name__ == "__main__":

@@ -225,22 +225,29 @@ def before_run(probes: Sequence[str]) -> Warmed | None:
     return compile_ahead(lacking) if lacking else None
 
 
-def _child(rows_text: str) -> int:
-    """A compiling child: each kernel compiled (and cached), a failed one's name printed."""
+def load(kernels: Sequence[Kernel]) -> list[str]:
+    """Compile each of `kernels` in this process (numba loads it from its cache when the cache holds
+    it), the assembly too where its probe reads it; the names of those that failed."""
     from perfprobe.kernels.compiled import asm_text
 
-    status = 0
-    for module, function, signature, _ in json.loads(rows_text):
+    failed = []
+    for kernel in kernels:
         try:
-            dispatcher = getattr(importlib.import_module(module), function)
-            sig = tuple(decode(t) for t in signature)
+            dispatcher = getattr(importlib.import_module(kernel.module), kernel.function)
+            sig = tuple(decode(t) for t in kernel.signature)
             dispatcher.compile(sig)
-            if module in ASM_READ:
+            if kernel.module in ASM_READ:
                 asm_text(dispatcher, sig)
         except Exception:  # noqa: BLE001 - the run compiles it at its first call instead
-            sys.stdout.write(f"{module.rsplit('.', 1)[-1]}.{function}\n")
-            status = 1
-    return status
+            failed.append(f"{kernel.module.rsplit('.', 1)[-1]}.{kernel.function}")
+    return failed
+
+
+def _child(rows_text: str) -> int:
+    """A compiling child: each kernel compiled (and cached), a failed one's name printed."""
+    failed = load([Kernel(str(m), str(f), tuple(s)) for m, f, s, _ in json.loads(rows_text)])
+    sys.stdout.writelines(f"{name}\n" for name in failed)
+    return 1 if failed else 0
 
 
 if __name__ == "__main__":
