@@ -152,7 +152,7 @@ def _latency_level(raw: Mapping[str, Any], host: Mapping[str, Any], level: str, 
 def _dram_read(raw: Mapping[str, Any], threads: str) -> list[Stat]:
     """cache raw["bandwidth"]["DRAM"]["read_gbs"]["1t"|"all"] (and the all-thread run it replaced);
     for "all" also the thread sweep's read at every count above one: a slower memory system slows
-    both, and the relation that keeps the two in step (cache's NotBelowTopCount) must not take a
+    both, and the relation that keeps the two in step (cache's AgreesWithTopCount) must not take a
     planted change for an unstable figure."""
     rates = ((raw.get("bandwidth") or {}).get("DRAM") or {}).get("read_gbs") or {}
     names = ("1t",) if threads == "1t" else ("all", "first_all")
