@@ -42,6 +42,21 @@ def test_a_failing_meanwhile_still_lets_the_child_go() -> None:
     assert _said(child) == b"go\n"
 
 
+def test_a_slow_meanwhile_lets_the_child_go_after_the_wait() -> None:
+    """Under a CPU quota the parent's import can outlast the deadline: the child goes after wait_s."""
+    import threading
+    import time
+
+    release = threading.Event()
+    child = _echo_child()
+    started = time.monotonic()
+    health_run._go(child, release.wait, wait_s=0.2)
+    try:
+        assert _said(child) == b"go\n" and time.monotonic() - started < 10
+    finally:
+        release.set()
+
+
 def test_a_child_already_gone_is_no_error() -> None:
     child = subprocess.Popen([sys.executable, "-c", "pass"], stdin=subprocess.PIPE)
     child.wait(timeout=30)

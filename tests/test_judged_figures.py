@@ -101,3 +101,47 @@ def test_the_health_check_child_runs_with_the_figures_it_was_given(tmp_path, mon
         health_run._child(json.dumps(spec))
     assert [c.judged for c in seen] == [("cache:latency_ns.L?",), None]
     assert json.loads((tmp_path / "report.json").read_text())["results"] == []
+
+
+def test_where_the_all_thread_dram_read_is_judged_the_sweep_is_timed_at_its_ends(monkeypatch) -> None:
+    """The health check judges read_gbs.DRAM.all, whose relations rest on the sweep's one-thread and
+    top counts: those are read (no triad, no count between), and no saturation count is claimed."""
+    from types import SimpleNamespace
+
+    from perfprobe.probes.cache import measure
+
+    timed: list[tuple[str, int]] = []
+
+    def placed_rate(k, kind, total_bytes, cpus, timing):  # noqa: ANN001, ANN202 - the kernel's stand-in
+        timed.append((kind, len(cpus)))
+        return {"median": 10.0 * len(cpus), "samples": [10.0 * len(cpus)] * 3, "repeats": 3}
+
+    monkeypatch.setattr(measure.m, "placed_rate", placed_rate)
+    plan = SimpleNamespace(max_bytes=64 << 20, llc_bytes=32 << 20)
+    place = SimpleNamespace(counts=(1, 2, 4, 8, 16), sweep_cpus=lambda n: list(range(n)))
+    ctx = _ctx(hc.judged_figures(hc.DEFAULT_POLICY))
+    ends = measure._sweep(ctx, None, plan, None, place, True)
+    assert timed == [("read_gbs", 1), ("read_gbs", 16)] and ends["threads"] == [1, 16] and ends["ends_only"]
+    timed.clear()
+    whole = measure._sweep(ctx, None, plan, None, place)
+    assert len(timed) == 10 and "ends_only" not in whole
+
+
+def test_a_health_check_run_with_the_sweeps_ends_names_trials_that_read_low() -> None:
+    """The 16-vCPU guest's run whose trials read 140.7 GB/s beside its sweep's 218.7 on 16 threads,
+    cut to what a health check measures (the sweep at 1 and 16 threads, read only): the all-thread
+    figure is named, and no saturation count is made of two points."""
+    from perfprobe.engine.stability import unstable
+    from perfprobe.probes.cache import PROBE
+
+    data = json.loads((DATA / "cache_xeon16c_quick_dram_all_low.json").read_text())
+    raw, host = dict(data["raw"]["cache"]), data["host"]
+    sweep = raw["sweep"]
+    keep = [0, len(sweep["threads"]) - 1]
+    raw["sweep"] = {"bytes": sweep["bytes"], "threads": [sweep["threads"][i] for i in keep],
+                    "read_gbs": [sweep["read_gbs"][i] for i in keep], "ends_only": True}
+    metrics = judge(raw, host).metrics
+    assert {"dram_read_gbs.t1", "dram_read_gbs.t16"} <= set(metrics) and "cores_to_saturate_dram" not in metrics
+    assert "dram_triad_gbs.t1" not in metrics
+    found = unstable(metrics, PROBE.relations, float("inf"))
+    assert "140.7 against dram_read_gbs.t16 218.7" in found["read_gbs.DRAM.all"]

@@ -112,6 +112,8 @@ class SweepRaw(TypedDict, total=False):
     read_gbs: list[SweepStat]
     triad_gbs: list[SweepStat]
     skipped: str
+    ends_only: bool
+    """Read timed at one thread and the largest count only (the health check: measure._sweep)."""
 
 
 class CacheRaw(TypedDict, total=False):
@@ -356,6 +358,9 @@ def saturating_threads(pts: list[tuple[int, float]]) -> int | None:
 
 
 def cores_to_saturate(raw: CacheRaw) -> int | None:
-    """Cores a memory-bound job needs here: the larger of read's and triad's saturating counts."""
+    """Cores a memory-bound job needs here: the larger of read's and triad's saturating counts
+    (None from a sweep timed at its ends only: the counts between are not known)."""
+    if (raw.get("sweep") or {}).get("ends_only"):
+        return None
     counts = [c for c in (saturating_threads(sweep_points(raw, k)) for k in KINDS) if c is not None]
     return max(counts) if counts else None
