@@ -1,8 +1,12 @@
 """The hardware signature: which hosts are peers. Hosts are compared only within one signature.
 
 What the hardware *is*, not how it is running: CPU model and the CPUs present (online + offline),
-memory rounded to whole GiB, GPU model and count, and each GPU's maximum link generation and
-width. A node with CPUs taken away, a link trained down or a GPU missing from NVML stays in its
+the last-level cache's size, memory rounded to whole GiB, GPU model and count, and each GPU's
+maximum link generation and width. The last-level cache tells apart guests whose CPU model is a
+generic name ("Intel(R) Xeon(R) Processor"): two H100 machines' 16-vCPU guests (2026-12-06)
+reported 105 and 300 MiB, read all-thread DRAM at 190 and 122 GB/s, and a health check of the one
+against a baseline of the other drained on it; the cache probe sizes its DRAM sets from that size
+too, so its figures of two sizes are not the same measurement. A node with CPUs taken away, a link trained down or a GPU missing from NVML stays in its
 group, where that shows as an outlier, instead of forming a group of its own.
 """
 
@@ -11,6 +15,7 @@ from __future__ import annotations
 from typing import Any, Mapping
 
 GIB = 1 << 30
+MIB = 1 << 20
 
 
 def signature(host: Mapping[str, Any]) -> dict[str, Any]:
@@ -23,6 +28,7 @@ def signature(host: Mapping[str, Any]) -> dict[str, Any]:
     return {
         "cpu_model": cpu.get("model"),
         "cpus": len(cpus.get("online") or []) + len(cpus.get("offline") or []),
+        "llc_mib": _llc_mib(host),
         "memory_gib": round(total / GIB) if isinstance(total, (int, float)) else None,
         "gpu_model": sorted({str(g.get("name")) for g in gpus}) or None,
         "gpus": len(gpus),
@@ -32,7 +38,8 @@ def signature(host: Mapping[str, Any]) -> dict[str, Any]:
 
 def label(sig: Mapping[str, Any]) -> str:
     """A short human name for a signature: 'Intel Xeon 32 CPUs, 251 GiB, 2x NVIDIA H200 Gen5 x16'."""
-    parts = [f"{sig.get('cpu_model') or 'unknown CPU'} {sig.get('cpus')} CPUs",
+    llc = f" ({sig['llc_mib']} MiB LLC)" if sig.get("llc_mib") is not None else ""
+    parts = [f"{sig.get('cpu_model') or 'unknown CPU'} {sig.get('cpus')} CPUs{llc}",
              f"{sig.get('memory_gib')} GiB" if sig.get("memory_gib") is not None else "unknown memory"]
     if sig.get("gpus"):
         parts.append(f"{sig['gpus']}x {'/'.join(sig.get('gpu_model') or [])} {'/'.join(sig.get('gpu_link_max') or [])}")
@@ -55,6 +62,16 @@ def memory_close(a: Mapping[str, Any], b: Mapping[str, Any], tolerance: float = 
 def same_hardware(a: Mapping[str, Any], b: Mapping[str, Any]) -> bool:
     keys = [k for k in a if k != "memory_gib"]
     return all(a.get(k) == b.get(k) for k in keys) and memory_close(a, b)
+
+
+def _llc_mib(host: Mapping[str, Any]) -> int | None:
+    """The highest reported data or unified cache level's size (one instance), in whole MiB;
+    None when the host reports none. A baseline written before this field was added has no
+    `llc_mib` in its signatures, and same_hardware compares only the baseline's fields."""
+    sizes = [(int(c.get("level") or 0), int(c["size_bytes"])) for c in host.get("caches") or []
+             if isinstance(c, Mapping) and c.get("type") in ("Data", "Unified")
+             and isinstance(c.get("size_bytes"), int) and c["size_bytes"] > 0]
+    return round(max(sizes)[1] / MIB) if sizes else None
 
 
 def _link(gpu: Mapping[str, Any]) -> str:
