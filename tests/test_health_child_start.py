@@ -83,6 +83,17 @@ def test_the_child_measures_only_after_the_word(tmp_path, monkeypatch) -> None:
     assert events == ["ready ['cache']", "run after reading 3 bytes"]
 
 
+def test_a_child_whose_parent_ended_before_the_word_measures_nothing(tmp_path, monkeypatch) -> None:
+    from perfprobe.engine import runner
+
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(b"")))
+    monkeypatch.setattr(health_run, "_ready", lambda names: None)
+    monkeypatch.setattr(runner, "run", lambda names, config: (_ for _ in ()).throw(AssertionError("measured")))
+    spec = {"names": ["cache"], "out": str(tmp_path / "report.json"), "wait_for_go": True}
+    assert health_run._child(json.dumps(spec)) == health_run.PARENT_GONE
+    assert not (tmp_path / "report.json").exists()
+
+
 def test_without_the_flag_the_child_waits_for_nothing(tmp_path, monkeypatch) -> None:
     from perfprobe.engine import runner
 

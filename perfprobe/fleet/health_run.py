@@ -165,6 +165,10 @@ def _oom_hint(number: int) -> str:
     return "" if room is None else f" (out of memory? the cgroup memory limit is {room[1] >> 20} MiB)"
 
 
+PARENT_GONE = 4
+"""The child's exit when its parent ended before the word to go (read by no one: it measures nothing)."""
+
+
 def _child(spec_text: str) -> int:
     """The child's side: run, write the asked outputs and the report (atomically); the runner's exit code."""
     from perfprobe.engine import runner
@@ -179,7 +183,8 @@ def _child(spec_text: str) -> int:
                        judged=None if spec.get("judged") is None else tuple(spec["judged"]))
     if spec.get("wait_for_go"):
         _ready(spec["names"])
-        sys.stdin.buffer.readline()  # the parent's word (or its end): nothing timed before it
+        if sys.stdin.buffer.readline() != b"go\n":  # the parent ended first: nobody waits for a report
+            return PARENT_GONE
     report = runner.run(spec["names"], config)
     for line in outputs.write_all(report, config):
         sys.stderr.write(f"perfprobe: error: {line}\n")
