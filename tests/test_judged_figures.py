@@ -145,3 +145,10 @@ def test_a_health_check_run_with_the_sweeps_ends_names_trials_that_read_low() ->
     assert "dram_triad_gbs.t1" not in metrics
     found = unstable(metrics, PROBE.relations, float("inf"))
     assert "140.7 against dram_read_gbs.t16 218.7" in found["read_gbs.DRAM.all"]
+
+
+def test_a_part_run_in_part_says_what_of_it_was_left_out() -> None:
+    parts = _Parts(_ctx(hc.judged_figures(hc.DEFAULT_POLICY)))
+    assert not parts.wanted("pattern") and not parts.wanted("sweep")
+    parts.partly("sweep", "sweep between one thread and the most, and its triad")
+    assert parts.left_out == ["pattern", "sweep between one thread and the most, and its triad"]

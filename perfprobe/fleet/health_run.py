@@ -203,8 +203,8 @@ def _ready(names: Sequence[str]) -> None:
         from perfprobe.kernels import warmup
 
         wanted = warmup.needed(names)
-        lacking = {(k.module, k.function, json.dumps(k.signature)) for k in warmup.missing(wanted)}
-        warmup.load([k for k in wanted if (k.module, k.function, json.dumps(k.signature)) not in lacking])
+        lacking = warmup.missing(wanted)
+        warmup.load([kernel for kernel in wanted if kernel not in lacking])
     except Exception:  # noqa: BLE001 - an optimisation only: the run loads them at first call
         pass
 

@@ -6,13 +6,16 @@ maximum link generation and width. The last-level cache tells apart guests whose
 generic name ("Intel(R) Xeon(R) Processor"): two H100 machines' 16-vCPU guests (2026-12-06)
 reported 105 and 300 MiB, read all-thread DRAM at 190 and 122 GB/s, and a health check of the one
 against a baseline of the other drained on it; the cache probe sizes its DRAM sets from that size
-too, so its figures of two sizes are not the same measurement. A node with CPUs taken away, a link trained down or a GPU missing from NVML stays in its
-group, where that shows as an outlier, instead of forming a group of its own.
+too, so its figures of two sizes are not the same measurement. A node with CPUs taken away, a link
+trained down or a GPU missing from NVML stays in its group, where that shows as an outlier, instead
+of forming a group of its own.
 """
 
 from __future__ import annotations
 
 from typing import Any, Mapping
+
+from perfprobe.host.facts import last_level_cache_bytes
 
 GIB = 1 << 30
 MIB = 1 << 20
@@ -65,13 +68,12 @@ def same_hardware(a: Mapping[str, Any], b: Mapping[str, Any]) -> bool:
 
 
 def _llc_mib(host: Mapping[str, Any]) -> int | None:
-    """The highest reported data or unified cache level's size (one instance), in whole MiB;
-    None when the host reports none. A baseline written before this field was added has no
-    `llc_mib` in its signatures, and same_hardware compares only the baseline's fields."""
-    sizes = [(int(c.get("level") or 0), int(c["size_bytes"])) for c in host.get("caches") or []
-             if isinstance(c, Mapping) and c.get("type") in ("Data", "Unified")
-             and isinstance(c.get("size_bytes"), int) and c["size_bytes"] > 0]
-    return round(max(sizes)[1] / MIB) if sizes else None
+    """The last-level cache in whole MiB, as the probes size their buffers from it
+    (host.facts.last_level_cache_bytes); None when the host reports none. A baseline written before
+    this field was added has no `llc_mib` in its signatures, and same_hardware compares only the
+    baseline's fields."""
+    size = last_level_cache_bytes(host)
+    return round(size / MIB) if size else None
 
 
 def _link(gpu: Mapping[str, Any]) -> str:

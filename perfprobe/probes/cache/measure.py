@@ -106,7 +106,7 @@ def measure(ctx: ProbeContext) -> dict[str, Any]:
         if parts.wanted("sweep"):
             raw["sweep"] = clock.run("sweep", _sweep, ctx, k, plan, timing, place)
         elif ctx.judges("read_gbs.DRAM.all"):  # its relations rest on the sweep's ends: time those
-            parts.left_out[-1] = "sweep between one thread and the most, and its triad"
+            parts.partly("sweep", "sweep between one thread and the most, and its triad")
             raw["sweep"] = clock.run("sweep ends", _sweep, ctx, k, plan, timing, place, True)
     raw["placement"] = {**pool, **placement_raw(ctx, place)}
     if parts.left_out:
@@ -140,6 +140,10 @@ class _Parts:
             return True
         self.left_out.append(part)
         return False
+
+    def partly(self, part: str, left_out: str) -> None:
+        """A part `wanted` left out runs in part after all: `left_out` says what of it does not."""
+        self.left_out = [left_out if name == part else name for name in self.left_out]
 
 
 def _timing(plan: Plan, key: bool = False) -> m.Timing:
@@ -307,7 +311,9 @@ def _sweep(ctx: ProbeContext, k: ModuleType, plan: Plan, timing: m.Timing,
         return {"skipped": "the largest working set does not reach past the last-level cache"}
     counts = [place.counts[0], place.counts[-1]] if ends_only and len(place.counts) > 1 else list(place.counts)
     kinds = KINDS[:1] if ends_only else KINDS
-    out: dict[str, Any] = {"bytes": plan.max_bytes, "threads": counts, **({"ends_only": True} if ends_only else {})}
+    out: dict[str, Any] = {"bytes": plan.max_bytes, "threads": counts}
+    if ends_only:
+        out["ends_only"] = True
     with ctx.progress("DRAM thread sweep", len(kinds) * len(counts)) as task:
         for kind in kinds:
             out[kind] = []
