@@ -173,3 +173,18 @@ def test_l3_latency_is_read_at_one_set_between_the_l2_and_four_l2s_in_both_prese
     assert plan(knobs=Knobs(max_size=4 << 20)).l3_bytes is None
     old = Plan(**{k: v for k, v in quick.as_raw().items() if k != "l3_bytes"})  # recorded before l3_bytes
     assert old.l3_bytes is None
+
+
+def test_l2_latency_is_read_at_twice_the_l1_in_both_presets() -> None:
+    """Issue 25: a fixed set, not the plateau (it runs on past what the data TLB covers). 96 KiB
+    beside a 48 KiB L1; the geometric middle of L1 and L2 where the L2 holds fewer than four L1s;
+    none without an L2, or where the curve stops short of the set."""
+    quick, full = plan(quick=True), plan()
+    assert quick.l2_bytes == full.l2_bytes == 96 << 10
+    tiny_l2 = {**KVM, "caches": [KVM["caches"][0], {"level": 2, "type": "Unified", "size_bytes": 64 << 10,
+                                                     "line_bytes": 64}]}
+    assert plan(tiny_l2).l2_bytes == int(((48 << 10) * (64 << 10)) ** 0.5) // 64 * 64
+    assert plan({**KVM, "caches": KVM["caches"][:2]}).l2_bytes is None
+    assert plan(knobs=Knobs(max_size=64 << 10)).l2_bytes is None
+    old = Plan(**{k: v for k, v in quick.as_raw().items() if k != "l2_bytes"})  # recorded before l2_bytes
+    assert old.l2_bytes is None

@@ -54,6 +54,29 @@ def test_l3_latency_of_a_real_run_is_the_median_of_five_buffers_at_the_planned_s
     assert l3.spread is not None and l3.spread.n == TRIALS and l3.spread.trials and l3.unstable is None
 
 
+def test_l2_latency_of_a_real_run_is_its_point_at_the_planned_set_with_that_points_repeats() -> None:
+    """Recorded on the 2-vCPU EPYC guest (tests/data/cache_epyc2c_quick_l2set.json): L2 read at
+    plan.l2_bytes (64 KiB beside its 32 KiB L1), that point's own five repeats its spread; read off
+    the plateau (the recording without l2_bytes) its repeats are the medians over the plateau's points."""
+    import json
+    from pathlib import Path
+
+    from perfprobe.probes.cache import judge
+    from perfprobe.probes.cache.curve import point_at
+
+    data = json.loads((Path(__file__).parent / "data" / "cache_epyc2c_quick_l2set.json").read_text())
+    raw = data["raw"]["cache"]
+    at = point_at(raw["curve"]["sizes_bytes"], raw["plan"]["l2_bytes"])
+    point = raw["curve"]["latency_ns"][at]
+    l2 = judge(raw, data["host"]).metrics["latency_ns.L2"]
+    assert raw["plan"]["l2_bytes"] == raw["curve"]["sizes_bytes"][at] == 64 << 10
+    assert l2.value == pytest.approx(point["median"], abs=0.01) and 3 < l2.value < 5
+    assert l2.spread is not None and l2.spread.n == len(point["samples"]) == 5 and l2.unstable is None
+    assert list(l2.spread.samples) == point["samples"]
+    plateau = {**raw, "plan": {k: v for k, v in raw["plan"].items() if k != "l2_bytes"}}
+    assert list(judge(plateau, data["host"]).metrics["latency_ns.L2"].spread.samples) != point["samples"]
+
+
 def test_a_freshly_linked_cycle_is_walked_several_times_before_it_is_timed() -> None:
     """One walk left a 4 MiB set at 55-200 ns where it keeps 33-37 ns (the 2-vCPU Xeon guest):
     small sets get WARM_PASSES walks, sets past WARM_LOADS[1] lines one walk, never more."""

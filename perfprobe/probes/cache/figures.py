@@ -255,10 +255,9 @@ def l1_held(raw: Mapping[str, Any], reported: Sequence[CacheFacts]) -> float | N
 
 
 def fixed_sets(plan: Mapping[str, Any]) -> dict[str, int]:
-    """The cache levels read at a set of the plan's rather than off their plateau: L3 at
-    plan.l3_bytes (recordings made before it read every level off the curve)."""
-    l3 = plan.get("l3_bytes")
-    return {"L3": int(l3)} if l3 else {}
+    """The cache levels read at a set of the plan's rather than off their plateau: L2 at
+    plan.l2_bytes, L3 at plan.l3_bytes (recordings made before them read those levels off the curve)."""
+    return {name: int(plan[key]) for name, key in (("L2", "l2_bytes"), ("L3", "l3_bytes")) if plan.get(key)}
 
 
 def level_stat(points: Sequence[Stat]) -> stats.Stat:

@@ -181,9 +181,9 @@ def _set_threads(wanted: int) -> int:
 
 def _curve(ctx: ProbeContext, k: ModuleType, buf: Any, plan: Plan, timing: m.Timing) -> dict[str, Any]:
     """Random-chase latency at each working-set size, 4 KiB to the largest (and at the sets L3 and
-    DRAM latency are read at, plan.l3_bytes and 2x the LLC, whichever the preset)."""
+    DRAM latency are read at, plan.l2_bytes, plan.l3_bytes and 2x the LLC, whichever the preset)."""
     sizes = curve_sizes(plan.max_bytes, plan.per_doubling, plan.line_bytes,
-                        tuple(at for at in (plan.l3_bytes, plan.dram_bytes) if at))
+                        tuple(at for at in (plan.l2_bytes, plan.l3_bytes, plan.dram_bytes) if at))
     latencies = []
     m.random_chase_ns(k, buf, sizes[0], plan.line_bytes, m.Timing(0.05, 1))  # clocks up, code hot
     with ctx.progress("cache latency curve", len(sizes)) as task:
