@@ -86,3 +86,43 @@ def test_a_freshly_linked_cycle_is_walked_several_times_before_it_is_timed() -> 
     assert warm_loads(131072) == WARM_LOADS[0]                              # 8 MiB: four walks
     assert warm_loads(1 << 20) == WARM_LOADS[1] and warm_loads(1 << 22) == WARM_LOADS[1]
     assert warm_loads(64) == WARM_PASSES * 64
+
+
+def test_a_set_dram_latency_is_read_at_is_warmed_by_a_quarter_walk_at_most() -> None:
+    """Issue 28: a DRAM-sized set keeps no cache state to settle, only page tables to warm; on the
+    EPYC guest 2^18 loads read what 2^20 did (timing.DRAM_WARM_LOADS), 0.12 s less a buffer."""
+    from perfprobe.probes.cache.timing import DRAM_WARM_LOADS, WARM_PASSES, warm_loads
+
+    assert warm_loads(1 << 20, dram=True) == warm_loads(1 << 22, dram=True) == DRAM_WARM_LOADS == 1 << 18
+    assert warm_loads(1 << 20) == 1 << 20                                    # any other set: as before
+    assert warm_loads(65536, dram=True) == DRAM_WARM_LOADS                  # a small LLC's 4 MiB DRAM set: 4 walks
+    assert warm_loads(16384, dram=True) == WARM_PASSES * 16384 < DRAM_WARM_LOADS
+
+
+def test_the_curve_warms_only_its_points_at_or_past_the_dram_set_as_dram(monkeypatch: pytest.MonkeyPatch) -> None:
+    from contextlib import contextmanager
+
+    from perfprobe.engine.config import Knobs, RunConfig
+    from perfprobe.probes.cache import measure, timing
+    from perfprobe.probes.cache.plan import PRESETS, make_plan
+    from perfprobe.system.budget import MemoryBudget
+
+    host = {"caches": [{"level": 1, "type": "Data", "size_bytes": 32 << 10, "line_bytes": 64},
+                       {"level": 2, "type": "Unified", "size_bytes": 1 << 20, "line_bytes": 64},
+                       {"level": 3, "type": "Unified", "size_bytes": 32 << 20, "line_bytes": 64}],
+            "memory": {"total_bytes": 8 << 30, "available_bytes": 7 << 30}}
+    calls: list[tuple[int, bool]] = []
+    monkeypatch.setattr(timing, "random_chase_ns",
+                        lambda k, buf, size, line, t, seed=1, dram=False: calls.append((size, dram)) or {"median": 1.0})
+
+    class Context:
+        @contextmanager
+        def progress(self, what: str, total: int):  # type: ignore[no-untyped-def]
+            yield type("Task", (), {"advance": lambda self: None})()
+
+    for quick in (True, False):
+        calls.clear()
+        plan = make_plan(host, Knobs(), RunConfig(quick=quick).preset(PRESETS), 2, MemoryBudget(1 << 30, "test"))
+        measure._curve(Context(), None, None, plan, timing.Timing(0.001, 1))  # type: ignore[arg-type]
+        assert plan.dram_bytes == 64 << 20
+        assert [size for size, dram in calls if dram] == [s for s, _ in calls[1:] if s >= 64 << 20] != []

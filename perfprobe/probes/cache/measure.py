@@ -188,7 +188,8 @@ def _curve(ctx: ProbeContext, k: ModuleType, buf: Any, plan: Plan, timing: m.Tim
     m.random_chase_ns(k, buf, sizes[0], plan.line_bytes, m.Timing(0.05, 1))  # clocks up, code hot
     with ctx.progress("cache latency curve", len(sizes)) as task:
         for size in sizes:
-            latencies.append(m.random_chase_ns(k, buf, size, plan.line_bytes, timing))
+            dram = plan.dram_bytes is not None and size >= plan.dram_bytes
+            latencies.append(m.random_chase_ns(k, buf, size, plan.line_bytes, timing, dram=dram))
             task.advance()
     return {"sizes_bytes": sizes, "latency_ns": latencies}
 
@@ -205,16 +206,18 @@ def _l3_trials(k: ModuleType, plan: Plan, timing: m.Timing, huge: bool, raw: dic
 
 
 def point_over_trials(k: ModuleType, curve: dict[str, Any], at_bytes: int, line: int, timing: m.Timing,
-                      huge: bool, count: int, keep_first: bool, seed: int, touch: Toucher = None) -> dict[str, Any]:
+                      huge: bool, count: int, keep_first: bool, seed: int, touch: Toucher = None,
+                      dram: bool = False) -> dict[str, Any]:
     """`curve` with its point at `at_bytes` timed over `count` fresh buffers held at once
     (trials.latency_trials), each linked with its own permutation from `seed` on; `keep_first`:
-    the point's own timing is the first trial (a measurement), else it is replaced (a re-measurement)."""
+    the point's own timing is the first trial (a measurement), else it is replaced (a re-measurement);
+    `dram`: the point is DRAM latency's (its warm-up is shorter: timing.warm_loads)."""
     sizes = list(curve["sizes_bytes"])
     at = point_at(sizes, at_bytes)
     latency = list(curve["latency_ns"])
     with tr.held_buffers(count, sizes[at], huge, touch) as held:
         latency[at] = tr.latency_trials(k, held, sizes[at], line, timing,
-                                        first=latency[at] if keep_first else None, seed=seed)
+                                        first=latency[at] if keep_first else None, seed=seed, dram=dram)
         del held
     return {**curve, "latency_ns": latency}
 
@@ -231,7 +234,8 @@ def _dram_trials(ctx: ProbeContext, k: ModuleType, buf: Any, plan: Plan, timing:
     shared = tr.one_node(ctx.host, cpus)
     with tr.held_buffers(extra, size, huge, touch) as more:
         latency = list(curve["latency_ns"])
-        latency[at] = tr.latency_trials(k, more, size, plan.line_bytes, timing, first=latency[at], seed=2)
+        latency[at] = tr.latency_trials(k, more, size, plan.line_bytes, timing, first=latency[at], seed=2,
+                                        dram=True)
         raw["curve"] = {**curve, "latency_ns": latency}
         if shared:
             read = tr.read_trials(k, [buf, *more], size, cpus, timing)
@@ -414,7 +418,8 @@ def dram_latency_trials(k: ModuleType, plan: Plan, timing: m.Timing, huge: bool,
     timed again over `trials` fresh buffers held at once, linked with other permutations than the
     first measurement's."""
     return point_over_trials(k, curve, plan.dram_bytes or curve["sizes_bytes"][-1], plan.line_bytes, timing,
-                             huge, trials, keep_first=False, seed=1 + tr.TRIALS, touch=touch)
+                             huge, trials, keep_first=False, seed=1 + tr.TRIALS, touch=touch,
+                             dram=plan.dram_bytes is not None)
 
 
 EDGE_SPACINGS = (8, 16, 32, 64, 128, 256, 512)

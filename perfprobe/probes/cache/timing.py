@@ -73,21 +73,35 @@ most WARM_PASSES walks, and past the second never more than one walk (a DRAM-siz
 every load whatever its history; a walk of it is what warms its page tables)."""
 
 
-def warm_loads(n_lines: int) -> int:
-    """How many loads warm a random cycle of `n_lines` lines before it is timed (WARM_PASSES)."""
+DRAM_WARM_LOADS = 1 << 18
+"""Loads that warm a set DRAM latency is read at (2x the LLC and past): at most a quarter of the
+one walk WARM_LOADS allows. A set that misses on every load keeps no cache state to settle; what
+the walk warms is its page tables, and 2^18 random loads reach over 99% of the 4 KiB pages of a
+210 MiB set (all of a 64 MiB one's). Measured on the 2-vCPU EPYC guest (12-06 23:40 UTC), fresh
+cycles linked in turn in one process: at 64 MiB (2x its LLC) 150.05 ns after 2^20 loads and 150.70
+after 2^18 (median of 24 each, each cycle's repeats within 1.3-1.4% MAD either way), at 128 MiB
+157.3 and 155.7 (16 each), on 4 KiB pages 183.5 and 177.5 (12 each): no shift beyond the runs'
+own spread, and 0.12 s less a buffer (five a quick run: the curve's point and four more trials)."""
+
+
+def warm_loads(n_lines: int, dram: bool = False) -> int:
+    """How many loads warm a random cycle of `n_lines` lines before it is timed (WARM_PASSES);
+    `dram`: a set DRAM latency is read at (DRAM_WARM_LOADS)."""
     floor, ceiling = WARM_LOADS
-    return min(WARM_PASSES * n_lines, max(floor, min(n_lines, ceiling)))
+    loads = min(WARM_PASSES * n_lines, max(floor, min(n_lines, ceiling)))
+    return min(loads, DRAM_WARM_LOADS) if dram else loads
 
 
 def random_chase_ns(k: ModuleType, buf: np.ndarray, size: int, line: int, timing: Timing,
-                    seed: int = 1) -> dict[str, Any]:
-    """Latency of a random cyclic chase over the first `size` bytes of `buf`, one pointer a line."""
+                    seed: int = 1, dram: bool = False) -> dict[str, Any]:
+    """Latency of a random cyclic chase over the first `size` bytes of `buf`, one pointer a line;
+    `dram`: the set is one DRAM latency is read at (its warm-up is shorter: warm_loads)."""
     _check_fits(buf, size)
     n_lines = size // line
     if n_lines >= k.MAX_LINES:  # the cycle builder's random draw picks among fewer lines than this
         raise ValueError(f"working set of {size} bytes has too many lines ({n_lines}) to link at random")
     k.build_random_cycle(buf, n_lines, line // WORD, seed)
-    return time_chase(k, buf, timing, warm_steps=warm_loads(n_lines))
+    return time_chase(k, buf, timing, warm_steps=warm_loads(n_lines, dram))
 
 
 def sequential_chase_ns(k: ModuleType, buf: np.ndarray, size: int, line: int,

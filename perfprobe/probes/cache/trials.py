@@ -73,12 +73,14 @@ def over_trials(per_trial: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
 
 
 def latency_trials(k: ModuleType, buffers: Sequence[np.ndarray], size: int, line: int, timing: m.Timing,
-                   first: Stat | None = None, seed: int = 1) -> dict[str, Any]:
+                   first: Stat | None = None, seed: int = 1, dram: bool = False) -> dict[str, Any]:
     """Random-chase latency over `size` bytes of each buffer (each linked with its own permutation,
-    seeds from `seed` on), beside `first` (a trial already timed), as one figure over the trials."""
+    seeds from `seed` on), beside `first` (a trial already timed), as one figure over the trials;
+    `dram`: the set is the one DRAM latency is read at (timing.warm_loads)."""
     each = m.Timing(timing.run_s, REPEATS_PER_TRIAL, timing.all_threads_s)
     per_trial: list[Mapping[str, Any]] = [first] if first else []
-    per_trial += [m.random_chase_ns(k, buf, size, line, each, seed=seed + i) for i, buf in enumerate(buffers)]
+    per_trial += [m.random_chase_ns(k, buf, size, line, each, seed=seed + i, dram=dram)
+                  for i, buf in enumerate(buffers)]
     return over_trials(per_trial)
 
 
