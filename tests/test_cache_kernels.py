@@ -169,7 +169,9 @@ def test_a_dram_latency_confirmation_times_that_point_alone_again_over_trial_buf
     assert curve["latency_ns"][1] == {"median": 999.0}  # the first measurement is left as it was
 
 
-def test_dram_read_over_trial_buffers_has_one_sample_a_buffer_on_one_and_all_threads() -> None:
+def test_dram_read_has_one_sample_a_trial_buffer_on_one_thread_and_its_repeats_on_all() -> None:
+    """One thread: a trial a buffer. All threads: each thread over its own share of `all_bytes` (one
+    thread's set each: plan.threads_dram_bytes), in an array of their own, five repeats."""
     import os
 
     from perfprobe.kernels import placement as kp
@@ -178,12 +180,11 @@ def test_dram_read_over_trial_buffers_has_one_sample_a_buffer_on_one_and_all_thr
 
     cpus = sorted(os.sched_getaffinity(0))[:2]
     with kp.pinned_pool(), held_buffers(4, 1 << 20, False) as held:
-        read = read_trials(k, held, 1 << 20, cpus, Timing(0.0005, 3))
+        read = read_trials(k, held, 1 << 20, cpus, Timing(0.0005, 5), len(cpus) << 20)
         del held
-    for threads in ("1t", "all"):
-        assert read[threads]["trials"] is True and len(read[threads]["samples"]) == 4
-        assert read[threads]["median"] > 0
-    assert read["all"]["cpus"] and read["bytes_1t"] == 1 << 20
+    assert read["1t"]["trials"] is True and len(read["1t"]["samples"]) == 4 and read["1t"]["median"] > 0
+    assert "trials" not in read["all"] and len(read["all"]["samples"]) == 5 and read["all"]["median"] > 0
+    assert read["all"]["cpus"] and read["bytes_1t"] == read["bytes_each"] == 1 << 20
 
 
 @pytest.mark.parametrize("pages, cpus", [(1, 1), (7, 2), (64, 2)])

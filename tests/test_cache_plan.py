@@ -12,6 +12,7 @@ from perfprobe.probes.cache.curve import Level
 from perfprobe.probes.cache.plan import (
     PRESETS,
     Plan,
+    ALL_THREADS_DRAM_MAX,
     bandwidth_targets,
     level_working_sets,
     make_plan,
@@ -97,7 +98,7 @@ def test_no_reported_caches_falls_back_to_a_default_llc() -> None:
 def test_dram_is_measured_over_the_largest_set() -> None:
     levels = [Level("L1", 2.3, 48 << 10), Level("L2", 6.5, 2 << 20), Level("DRAM", 150, None)]
     targets = bandwidth_targets(levels, KVM, plan())
-    assert targets["DRAM"] == (1200 << 20, 600 << 20) and list(targets) == ["L1", "L2", "DRAM"]
+    assert targets["DRAM"] == (1200 << 20, 600 << 20) and list(targets) == ["L1", "L2", "DRAM"]   # 1 GiB is less than one set
 
 
 def test_working_sets_sit_inside_each_level() -> None:
@@ -188,3 +189,20 @@ def test_l2_latency_is_read_at_twice_the_l1_in_both_presets() -> None:
     assert plan(knobs=Knobs(max_size=64 << 10)).l2_bytes is None
     old = Plan(**{k: v for k, v in quick.as_raw().items() if k != "l2_bytes"})  # recorded before l2_bytes
     assert old.l2_bytes is None
+
+
+def test_all_threads_each_read_one_threads_dram_set_where_memory_allows() -> None:
+    """Issue 25: two vCPUs the guest sees sharing one 32 MiB L3 sat on two CCXs at times, each
+    with its own, and their 32 MiB halves of a 64 MiB set read 107-118 GB/s from them. Each thread
+    now reads a set as large as one thread's; at most 1 GiB in all, and what the cap leaves."""
+    from perfprobe.probes.cache.plan import threads_dram_bytes
+
+    quick = plan(quick=True)                                  # 600 MiB: 2x the 300 MiB LLC
+    assert threads_dram_bytes(quick, 1, 64 << 20) == 64 << 20
+    assert threads_dram_bytes(quick, 2, 64 << 20) == 128 << 20
+    assert threads_dram_bytes(quick, 16, 64 << 20) == ALL_THREADS_DRAM_MAX
+    assert threads_dram_bytes(quick, 4, 128 << 20) == 512 << 20
+    assert threads_dram_bytes(quick, 2, 600 << 20) == ALL_THREADS_DRAM_MAX       # not 1200 MiB
+    small = plan(quick=True, budget=MemoryBudget(1 << 30, "a quarter of the host's available memory"))
+    assert threads_dram_bytes(small, 2, 64 << 20, held=960 << 20) == 64 << 20    # the cap leaves 64 MiB
+    assert threads_dram_bytes(small, 2, 256 << 20, held=960 << 20) == 256 << 20  # never below one thread's

@@ -96,8 +96,8 @@ class NoFasterThanThreads:
 class AgreesWithTopCount:
     """`subject` agrees with the metric `prefix<N>` of the largest N present within `factor`, both
     ways (factor <= subject / reference <= 1 / factor): the same work timed twice in one run cannot
-    differ by more than noise (all threads reading DRAM over the trial buffers, and the thread sweep
-    at its largest count over arrays of its own). Under other work that competes all along both read
+    differ by more than noise (all threads reading DRAM, and the thread sweep at its largest count,
+    each over arrays of its own). Under other work that competes all along both read
     low, and agree. `why` holds `{}` for "slower" or "faster". The subject is named.
 
     Where the reference breaks `plausible` (the sweep's threads read faster than that many single

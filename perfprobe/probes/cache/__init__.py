@@ -47,7 +47,8 @@ below one there is the rule "all threads slower than one" (other work competing)
 report rather than a figure to hide."""
 
 DRAM_READ_AGREES = 0.8
-"""All-thread DRAM read over the trial buffers (one thread a core) against the thread sweep at its
+"""All-thread DRAM read (one thread a core; over the trial buffers until 12-06 23:50 UTC, now each
+thread over a set of one thread's size, as the sweep's counts are) against the thread sweep at its
 largest count (one a core; every usable CPU where SMT adds some, DRAM-bound alike), one run:
 0.91-1.05 on the 2-vCPU Xeon guest (ten runs, 12-06), 1.03 and 1.10 in the recordings that hold
 both; 0.92-0.97 in two of five runs on the GPU machine's 16-vCPU guest (12-06) and 0.64-0.68 in the
@@ -89,8 +90,8 @@ RELATIONS: tuple[Relation, ...] = (
                         "in caches the one thread's set did not reach", threads="threads"),
     DRAM_READ_SCALES,
     AgreesWithTopCount("read_gbs.DRAM.all", "dram_read_gbs.t", DRAM_READ_AGREES,
-                       "all threads read DRAM over the trial buffers far {} than the thread sweep's "
-                       "largest count over arrays of its own, in the same run", plausible=DRAM_READ_SCALES,
+                       "all threads read DRAM far {} than the thread sweep's largest count, the same "
+                       "work in the same run", plausible=DRAM_READ_SCALES,
                        cached_why="the thread sweep's largest count read a set this size from caches in "
                        "this run, so its threads sat on last-level caches the host does not report: "
                        "the all-thread DRAM figure was timed on a placement other runs may not get"),

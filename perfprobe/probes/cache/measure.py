@@ -33,6 +33,7 @@ from perfprobe.probes.cache.plan import (
     make_plan,
     plan_placement,
     reaches_dram,
+    threads_dram_bytes,
     too_little_memory,
 )
 from perfprobe.pure.units import format_bytes
@@ -238,11 +239,13 @@ def _dram_trials(ctx: ProbeContext, k: ModuleType, buf: Any, plan: Plan, timing:
                                         dram=True)
         raw["curve"] = {**curve, "latency_ns": latency}
         if shared:
-            read = tr.read_trials(k, [buf, *more], size, cpus, timing)
+            together = threads_dram_bytes(plan, len(cpus), size, held=plan.max_bytes + extra * size)
+            read = tr.read_trials(k, [buf, *more], size, cpus, timing, together)
         del more
     if not shared:  # each read trial first touched by its readers, on their nodes
         with tr.held_buffers(extra + 1, size, huge) as placed:
-            read = tr.read_trials(k, placed, size, cpus, timing)
+            together = threads_dram_bytes(plan, len(cpus), size, held=plan.max_bytes + (extra + 1) * size)
+            read = tr.read_trials(k, placed, size, cpus, timing, together)
             del placed
     raw["dram_trials"] = {"buffers": extra + 1, "bytes": size, "read_buffers": "the latency trials'"
                           if shared else "their own, first touched by their readers"}
@@ -306,7 +309,8 @@ def placement_raw(ctx: ProbeContext, place: Placement) -> dict[str, Any]:
 def _sweep(ctx: ProbeContext, k: ModuleType, plan: Plan, timing: m.Timing,
            place: Placement, ends_only: bool = False) -> dict[str, Any]:
     """DRAM read and triad GB/s at 1, 2, 4, ... threads, one a physical core (the first n of the
-    placement order), each count on arrays of the largest working set placed by its own threads.
+    placement order), each count on arrays placed by its own threads, each thread's share as large
+    as the largest working set where memory allows (plan.threads_dram_bytes; `bytes_together`).
     `ends_only`: read at one thread and the largest count only (`ends_only` in the record), what
     the all-thread DRAM read's relations rest on, where nothing else of the sweep is judged (the
     health check): on the H100 machine's 16-vCPU guest (12-06 21:25 UTC) 4 of 20 checks drained on
@@ -315,14 +319,15 @@ def _sweep(ctx: ProbeContext, k: ModuleType, plan: Plan, timing: m.Timing,
         return {"skipped": "the largest working set does not reach past the last-level cache"}
     counts = [place.counts[0], place.counts[-1]] if ends_only and len(place.counts) > 1 else list(place.counts)
     kinds = KINDS[:1] if ends_only else KINDS
-    out: dict[str, Any] = {"bytes": plan.max_bytes, "threads": counts}
+    together = [threads_dram_bytes(plan, n, plan.max_bytes) for n in counts]
+    out: dict[str, Any] = {"bytes": plan.max_bytes, "threads": counts, "bytes_together": together}
     if ends_only:
         out["ends_only"] = True
     with ctx.progress("DRAM thread sweep", len(kinds) * len(counts)) as task:
         for kind in kinds:
             out[kind] = []
             for n in counts:
-                out[kind].append(m.placed_rate(k, kind, plan.max_bytes, place.sweep_cpus(n), timing))
+                out[kind].append(m.placed_rate(k, kind, together[counts.index(n)], place.sweep_cpus(n), timing))
                 task.advance()
     return out
 
@@ -399,11 +404,14 @@ def remeasure(ctx: ProbeContext, raw: dict[str, Any], keys: tuple[str, ...]) -> 
     if "line" in keys:
         out["coherency"] = coherency_edge(usable_cpus(ctx.host))
     if "bandwidth" in keys and "DRAM" in (raw.get("bandwidth") or {}):
-        one, each = plan.max_bytes, plan.max_bytes // plan.threads
+        one = plan.max_bytes
+        each = threads_dram_bytes(plan, len(place.cpus), one) // len(place.cpus)
         with kp.pinned_pool():
             if plan.dram_bytes:
                 with tr.held_buffers(trials, plan.dram_bytes, huge, toucher) as held:
-                    read = tr.read_trials(k, held, plan.dram_bytes, place.cpus, key)
+                    together = threads_dram_bytes(plan, len(place.cpus), plan.dram_bytes,
+                                                  held=trials * plan.dram_bytes)
+                    read = tr.read_trials(k, held, plan.dram_bytes, place.cpus, key, together)
                     del held
             else:
                 read = m.read_rates(k, one, each, place.cpus, key)

@@ -238,11 +238,34 @@ def level_working_sets(levels: Sequence[Level], sharing: Sequence[int], threads:
 
 def bandwidth_targets(levels: Sequence[Level], host: Facts, plan: Plan) -> dict[str, tuple[int, int]]:
     """Working sets for the bandwidth runs: inside each measured level, and the largest set for
-    DRAM (one thread over all of it, all threads over it together)."""
+    DRAM (one thread over all of it; all threads each over a set that large: threads_dram_bytes)."""
     targets = level_working_sets(levels, sharers(host, len(levels), plan.threads), plan.threads)
     if levels and levels[-1].name == "DRAM":
-        targets["DRAM"] = (plan.max_bytes, plan.max_bytes // plan.threads)
+        targets["DRAM"] = (plan.max_bytes, threads_dram_bytes(plan, plan.threads, plan.max_bytes) // plan.threads)
     return targets
+
+
+ALL_THREADS_DRAM_MAX = 1 << 30
+"""The most bytes the threads of one DRAM run read (or triad) together: on a host with many CPUs the
+shares shrink below one thread's set, which a set this far past the LLC allows."""
+
+
+def threads_dram_bytes(plan: Plan, threads: int, share: int, held: int = 0) -> int:
+    """The bytes `threads` threads read (or triad) in DRAM together: `share` each, the set one
+    thread reads (2x the LLC or more), so no thread's part fits a cache of the LLC's size even
+    where it has one to itself; at most ALL_THREADS_DRAM_MAX and what the memory cap leaves beside
+    `held` bytes already held, never less than `share`.
+
+    Why (issue 25): the 2-vCPU EPYC guest reports one 32 MiB L3 for both its vCPUs, but its host
+    runs them on two CCXs at times, each with an L3 of its own. Two threads splitting a 64 MiB set,
+    32 MiB each, read 107-118 GB/s in 5 of 6 rounds (28.4 in the sixth) where one thread read 30-33
+    over the 64 MiB; with 64 MiB each they read 57-67 GB/s, with 128 MiB each 61-64 (12-06 23:40
+    UTC, the three in turn in one process). The relations had marked the all-thread figure and the
+    sweep's top count unstable in 3 of 4 runs, each time after a re-measurement of 2.4-2.9 s."""
+    limit = ALL_THREADS_DRAM_MAX
+    if plan.cap_bytes:
+        limit = min(limit, plan.cap_bytes - held)
+    return max(share, min(threads * share, limit))
 
 
 @dataclass(frozen=True)

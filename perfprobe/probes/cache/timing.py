@@ -211,6 +211,29 @@ def read_rates(k: ModuleType, one_bytes: int, each_bytes: int, cpus: Sequence[in
     return read_rates_in(k, a, one_bytes, each_bytes, cpus, timing)
 
 
+def read_one_in(k: ModuleType, a: np.ndarray, one_bytes: int, cpus: Sequence[int], timing: Timing) -> dict[str, Any]:
+    """One thread's read GB/s over the first `one_bytes` of the float64 array `a`, after the
+    threads on `cpus` filled it (as read_rates_in does before its one-thread run)."""
+    placed = k.Placed(cpus)
+    one_n = _elements(one_bytes, WORD)
+    if one_n > a.shape[0]:
+        raise ValueError(f"{a.nbytes}-byte array is too small for {one_n * WORD} bytes")
+    k.fill_placed(a[:one_n], 1.0, placed.masks, placed.where)
+    return time_rate(lambda reps: k.read_loads(a[:one_n], reps), one_n * WORD, timing)
+
+
+def read_all(k: ModuleType, each_bytes: int, cpus: Sequence[int], timing: Timing) -> dict[str, Any]:
+    """Read GB/s of one thread on each of `cpus`, each over its own `each_bytes` share of an array
+    allocated for the run and first touched by those threads (its pages on their nodes)."""
+    placed = k.Placed(cpus)
+    total = _elements(each_bytes, WORD) * placed.threads
+    a = aligned_empty(total, 4096)
+    k.fill_placed(a, 1.0, placed.masks, placed.where)
+    many = time_rate(lambda reps: k.read_loads_placed(a, placed.masks, placed.where, reps), total * WORD,
+                     _longer(timing))
+    return _placed_record(placed, many)
+
+
 def read_rates_in(k: ModuleType, a: np.ndarray, one_bytes: int, each_bytes: int, cpus: Sequence[int],
                   timing: Timing) -> dict[str, Any]:
     """read_rates over the untouched float64 array `a` (large enough for both): it is first touched

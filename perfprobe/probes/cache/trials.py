@@ -11,9 +11,11 @@ figure is the median over the trials, whose samples are the trials (`summarize(.
 its spread is what another run may read, and compare judges the median by its standard error.
 
 The first trial is the latency curve's own buffer (its point at the DRAM set, already timed), so a
-run faults in TRIALS - 1 more buffers, not TRIALS. The read trials read the same buffers where the
-threads that read them share one NUMA node (first touch placed nothing then); across nodes they
-get buffers of their own, first touched by their readers.
+run faults in TRIALS - 1 more buffers, not TRIALS. The one-thread read trials read the same buffers
+where the threads that read them share one NUMA node (first touch placed nothing then); across
+nodes they get buffers of their own, first touched by their readers. The all-thread read is no
+trial: each thread reads a set as large as one thread's (plan.threads_dram_bytes), in an array of
+their own, so its repeats are its samples.
 
 `kernels` is perfprobe.kernels.cache_kernels, passed in (nothing here imports numba).
 """
@@ -85,15 +87,13 @@ def latency_trials(k: ModuleType, buffers: Sequence[np.ndarray], size: int, line
 
 
 def read_trials(k: ModuleType, buffers: Sequence[np.ndarray], size: int, cpus: Sequence[int],
-                timing: m.Timing) -> dict[str, Any]:
-    """DRAM read GB/s, one thread over `size` bytes and one thread on each of `cpus` over its share,
-    in each buffer (refilled by the threads that read it), as figures over the trials:
-    m.read_rates' shape, its `1t` and `all` made of the trials."""
+                timing: m.Timing, all_bytes: int) -> dict[str, Any]:
+    """DRAM read GB/s: one thread over `size` bytes of each buffer (refilled by the threads on
+    `cpus` first), as a figure over the trials; then one thread on each of `cpus`, each over its
+    own share of `all_bytes` (plan.threads_dram_bytes: one thread's set each, where memory allows),
+    in an array of their own, its repeats the figure's samples. m.read_rates' shape."""
     each = m.Timing(timing.run_s, REPEATS_PER_TRIAL, timing.all_threads_s)
-    per_trial = [m.read_rates_in(k, buf.view(np.float64)[:size // m.WORD], size, size // len(cpus), cpus, each)
-                 for buf in buffers]
-    first = per_trial[0]
-    return {"bytes_1t": first["bytes_1t"], "bytes_each": first["bytes_each"],
-            "1t": over_trials([t["1t"] for t in per_trial]),
-            "all": {**over_trials([t["all"] for t in per_trial]),
-                    "cpus": first["all"]["cpus"], "pinned": all(t["all"]["pinned"] for t in per_trial)}}
+    one = [m.read_one_in(k, buf.view(np.float64)[:size // m.WORD], size, cpus, each) for buf in buffers]
+    together = m.read_all(k, all_bytes // max(1, len(cpus)), cpus, timing)
+    return {"bytes_1t": size // m.WORD * m.WORD, "bytes_each": all_bytes // max(1, len(cpus)) // m.WORD * m.WORD,
+            "1t": over_trials(one), "all": together}
