@@ -34,12 +34,19 @@ LIMIT_ALLOWANCE = 1.2
 the limit stays under 1. The 20% allows for the two being timed apart, moments from each other and
 in different ways (the handoff as a span of many, the ring 16 round trips a sample); above 1.2 they
 were measured in different states of the host (a VM's vCPUs moved)."""
+LOOP_FLOOR = 0.5
+"""An event loop's round trip is at least half the compiled one's over the same Unix socket. Not
+1.0: on a VM where a blocking round trip is mostly the wake-up of an idle vCPU, the loop's Python
+work after each send can outlast the echo, so its epoll finds the reply waiting and no vCPU
+sleeps. On the 2-vCPU EPYC guest (40 quick runs of 12-06; compiled 15-46 µs) asyncio read
+0.73-2.25x the compiled round trip, under 1.0 in 14 runs, each re-measured for it (1.7 s) and 8
+still marked unstable after; on the H100 guest's CPU-bound 8.5-10 µs it read 2.4-2.7x."""
 RELATIONS: tuple[Relation, ...] = (
     *(Ordered(tuple(f"rtt_us.{t}.{size}" for size in ("4K", "16K", "64K", "256K", "1M")), SIZE_NOISE,
               f"a {t} round trip of a larger message faster than of a smaller one (4 KiB and up: every byte "
               "is copied both ways)") for t in TRANSPORTS),
-    *(NotBelow(f"rtt_us.{loop}.64B", "rtt_us.uds.64B", 1.0, f"a round trip through {loop} faster than the "
-               "compiled one over the same Unix socket") for loop in ("asyncio", "uvloop")),
+    *(NotBelow(f"rtt_us.{loop}.64B", "rtt_us.uds.64B", LOOP_FLOOR, f"a round trip through {loop} under half "
+               "the compiled one's over the same Unix socket") for loop in ("asyncio", "uvloop")),
     AtMost("ring_limit_fraction.*", LIMIT_ALLOWANCE, "a ring round trip faster than two core-to-core handoffs "
            "of one line (the physical limit)"),
 )
