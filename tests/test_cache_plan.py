@@ -10,9 +10,9 @@ from perfprobe.engine.config import Knobs, RunConfig
 from perfprobe.probes.cache.buffers import _huge_fraction_in, page_buffer
 from perfprobe.probes.cache.curve import Level
 from perfprobe.probes.cache.plan import (
+    ALL_THREADS_DRAM_MAX,
     PRESETS,
     Plan,
-    ALL_THREADS_DRAM_MAX,
     bandwidth_targets,
     level_working_sets,
     make_plan,
