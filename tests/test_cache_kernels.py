@@ -185,6 +185,10 @@ def test_dram_read_has_one_sample_a_trial_buffer_on_one_thread_and_its_repeats_o
     assert read["1t"]["trials"] is True and len(read["1t"]["samples"]) == 4 and read["1t"]["median"] > 0
     assert "trials" not in read["all"] and len(read["all"]["samples"]) == 5 and read["all"]["median"] > 0
     assert read["all"]["cpus"] and read["bytes_1t"] == read["bytes_each"] == 1 << 20
+    with kp.pinned_pool(), held_buffers(2, 1 << 20, False) as held:
+        split = read_trials(k, held, 1 << 20, cpus, Timing(0.0005, 5), None)   # no room for more
+        del held
+    assert split["bytes_each"] == (1 << 20) // len(cpus) and len(split["all"]["samples"]) == 5
 
 
 @pytest.mark.parametrize("pages, cpus", [(1, 1), (7, 2), (64, 2)])

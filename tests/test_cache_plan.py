@@ -195,7 +195,7 @@ def test_all_threads_each_read_one_threads_dram_set_where_memory_allows() -> Non
     """Issue 25: two vCPUs the guest sees sharing one 32 MiB L3 sat on two CCXs at times, each
     with its own, and their 32 MiB halves of a 64 MiB set read 107-118 GB/s from them. Each thread
     now reads a set as large as one thread's; at most 1 GiB in all, and what the cap leaves."""
-    from perfprobe.probes.cache.plan import threads_dram_bytes
+    from perfprobe.probes.cache.plan import threads_dram_bytes, threads_dram_bytes_beside
 
     quick = plan(quick=True)                                  # 600 MiB: 2x the 300 MiB LLC
     assert threads_dram_bytes(quick, 1, 64 << 20) == 64 << 20
@@ -203,6 +203,9 @@ def test_all_threads_each_read_one_threads_dram_set_where_memory_allows() -> Non
     assert threads_dram_bytes(quick, 16, 64 << 20) == ALL_THREADS_DRAM_MAX
     assert threads_dram_bytes(quick, 4, 128 << 20) == 512 << 20
     assert threads_dram_bytes(quick, 2, 600 << 20) == ALL_THREADS_DRAM_MAX       # not 1200 MiB
+    assert threads_dram_bytes(quick, 2, 1200 << 20) == 1200 << 20                # never below one thread's
     small = plan(quick=True, budget=MemoryBudget(1 << 30, "a quarter of the host's available memory"))
-    assert threads_dram_bytes(small, 2, 64 << 20, held=960 << 20) == 64 << 20    # the cap leaves 64 MiB
-    assert threads_dram_bytes(small, 2, 256 << 20, held=960 << 20) == 256 << 20  # never below one thread's
+    assert threads_dram_bytes_beside(small, 2, 64 << 20, 896 << 20) == 128 << 20  # the cap leaves 128 MiB
+    assert threads_dram_bytes_beside(small, 2, 64 << 20, 960 << 20) == 64 << 20   # ... 64 MiB: one share
+    assert threads_dram_bytes_beside(small, 2, 64 << 20, 1000 << 20) is None      # no room: split a held one
+    assert threads_dram_bytes_beside(quick, 2, 64 << 20, 0) == threads_dram_bytes(quick, 2, 64 << 20)

@@ -34,6 +34,7 @@ from perfprobe.probes.cache.plan import (
     plan_placement,
     reaches_dram,
     threads_dram_bytes,
+    threads_dram_bytes_beside,
     too_little_memory,
 )
 from perfprobe.pure.units import format_bytes
@@ -239,12 +240,12 @@ def _dram_trials(ctx: ProbeContext, k: ModuleType, buf: Any, plan: Plan, timing:
                                         dram=True)
         raw["curve"] = {**curve, "latency_ns": latency}
         if shared:
-            together = threads_dram_bytes(plan, len(cpus), size, held=plan.max_bytes + extra * size)
+            together = threads_dram_bytes_beside(plan, len(cpus), size, plan.max_bytes + extra * size)
             read = tr.read_trials(k, [buf, *more], size, cpus, timing, together)
         del more
     if not shared:  # each read trial first touched by its readers, on their nodes
         with tr.held_buffers(extra + 1, size, huge) as placed:
-            together = threads_dram_bytes(plan, len(cpus), size, held=plan.max_bytes + (extra + 1) * size)
+            together = threads_dram_bytes_beside(plan, len(cpus), size, plan.max_bytes + (extra + 1) * size)
             read = tr.read_trials(k, placed, size, cpus, timing, together)
             del placed
     raw["dram_trials"] = {"buffers": extra + 1, "bytes": size, "read_buffers": "the latency trials'"
@@ -409,8 +410,8 @@ def remeasure(ctx: ProbeContext, raw: dict[str, Any], keys: tuple[str, ...]) -> 
         with kp.pinned_pool():
             if plan.dram_bytes:
                 with tr.held_buffers(trials, plan.dram_bytes, huge, toucher) as held:
-                    together = threads_dram_bytes(plan, len(place.cpus), plan.dram_bytes,
-                                                  held=trials * plan.dram_bytes)
+                    together = threads_dram_bytes_beside(plan, len(place.cpus), plan.dram_bytes,
+                                                         trials * plan.dram_bytes)
                     read = tr.read_trials(k, held, plan.dram_bytes, place.cpus, key, together)
                     del held
             else:

@@ -150,9 +150,9 @@ def l2_set(caches: Sequence[CacheFacts], max_bytes: int, line: int = DEFAULT_LIN
     L2; 30 quick runs of 12-06) the plateau took 45-724 KiB: 3.84-4.31 ns where its 64 KiB point
     read 3.80-3.94 ns in 25 of the 30 runs (3.98-4.14 in the rest); compare called L2 +11% in three
     pairs of ten runs, and a planted 5% slowdown moved the figure 3-8% (the points the plateau took
-    changed with it). The H100
-    guest's Xeon (48 KiB L1, 2 MiB L2) read 5.21-5.40 ns at every point from 64 KiB to 1.4 MiB in
-    five runs. None without a reported L2, or where the curve stops short of the set."""
+    changed with it). The H100 guest's Xeon (48 KiB L1, 2 MiB L2) read 5.21-5.40 ns at every point
+    from 64 KiB to 1.4 MiB in five runs. None without a reported L2, or where the curve stops short
+    of the set."""
     if len(caches) < 2:
         return None
     l1, l2 = cache_size(caches[0]), cache_size(caches[1])
@@ -250,11 +250,11 @@ ALL_THREADS_DRAM_MAX = 1 << 30
 shares shrink below one thread's set, which a set this far past the LLC allows."""
 
 
-def threads_dram_bytes(plan: Plan, threads: int, share: int, held: int = 0) -> int:
+def threads_dram_bytes(plan: Plan, threads: int, share: int) -> int:
     """The bytes `threads` threads read (or triad) in DRAM together: `share` each, the set one
     thread reads (2x the LLC or more), so no thread's part fits a cache of the LLC's size even
-    where it has one to itself; at most ALL_THREADS_DRAM_MAX and what the memory cap leaves beside
-    `held` bytes already held, never less than `share`.
+    where it has one to itself; at most ALL_THREADS_DRAM_MAX and the memory cap, never less than
+    `share` (the largest set, which the plan already fits to the cap).
 
     Why (issue 25): the 2-vCPU EPYC guest reports one 32 MiB L3 for both its vCPUs, but its host
     runs them on two CCXs at times, each with an L3 of its own. Two threads splitting a 64 MiB set,
@@ -262,10 +262,19 @@ def threads_dram_bytes(plan: Plan, threads: int, share: int, held: int = 0) -> i
     over the 64 MiB; with 64 MiB each they read 57-67 GB/s, with 128 MiB each 61-64 (12-06 23:40
     UTC, the three in turn in one process). The relations had marked the all-thread figure and the
     sweep's top count unstable in 3 of 4 runs, each time after a re-measurement of 2.4-2.9 s."""
-    limit = ALL_THREADS_DRAM_MAX
-    if plan.cap_bytes:
-        limit = min(limit, plan.cap_bytes - held)
-    return max(share, min(threads * share, limit))
+    return max(share, min(threads * share, _room(plan, 0)))
+
+
+def threads_dram_bytes_beside(plan: Plan, threads: int, share: int, held: int) -> int | None:
+    """threads_dram_bytes while `held` bytes are held (the DRAM trial buffers); None where the cap
+    leaves no room for `share` more: the caller splits a buffer it holds among the threads, as every
+    all-thread DRAM run did before."""
+    room = _room(plan, held)
+    return None if room < share else min(threads * share, room)
+
+
+def _room(plan: Plan, held: int) -> int:
+    return min(ALL_THREADS_DRAM_MAX, plan.cap_bytes - held) if plan.cap_bytes else ALL_THREADS_DRAM_MAX
 
 
 @dataclass(frozen=True)

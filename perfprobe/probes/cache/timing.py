@@ -222,12 +222,18 @@ def read_one_in(k: ModuleType, a: np.ndarray, one_bytes: int, cpus: Sequence[int
     return time_rate(lambda reps: k.read_loads(a[:one_n], reps), one_n * WORD, timing)
 
 
-def read_all(k: ModuleType, each_bytes: int, cpus: Sequence[int], timing: Timing) -> dict[str, Any]:
-    """Read GB/s of one thread on each of `cpus`, each over its own `each_bytes` share of an array
-    allocated for the run and first touched by those threads (its pages on their nodes)."""
+def read_all(k: ModuleType, each_bytes: int, cpus: Sequence[int], timing: Timing,
+             a: np.ndarray | None = None) -> dict[str, Any]:
+    """Read GB/s of one thread on each of `cpus`, each over its own `each_bytes` share of the
+    float64 array `a` (refilled by those threads), or of one allocated for the run and first
+    touched by them (its pages on their nodes)."""
     placed = k.Placed(cpus)
     total = _elements(each_bytes, WORD) * placed.threads
-    a = aligned_empty(total, 4096)
+    if a is None:
+        a = aligned_empty(total, 4096)
+    elif total > a.shape[0]:
+        raise ValueError(f"{a.nbytes}-byte array is too small for {total * WORD} bytes")
+    a = a[:total]
     k.fill_placed(a, 1.0, placed.masks, placed.where)
     many = time_rate(lambda reps: k.read_loads_placed(a, placed.masks, placed.where, reps), total * WORD,
                      _longer(timing))
