@@ -174,7 +174,10 @@ def test_the_first_pass_is_run_and_discarded():
 
     def run_counters(cpus, spacing, iterations, kind):
         calls.append(spacing)
-        return SimpleNamespace(span_ns=1e9 if len(calls) <= 2 else 2_000.0 * iterations, preempted=0)
+        span = 1e9 if len(calls) <= 2 else 2_000.0 * iterations
+        # the second thread left the barrier 100 ns late and ran 1 ns an update faster
+        return SimpleNamespace(span_ns=span, preempted=0, starts_ns=(0, 100),
+                               ends_ns=(span, span - iterations + 100))
 
     ctx = ProbeContext(config=RunConfig(quick=True), host={}, progress=null_progress)
     cases = [plan.Case("atomic", (0, 1), 64), plan.Case("atomic", (0, 1), 8)]
@@ -183,3 +186,5 @@ def test_the_first_pass_is_run_and_discarded():
     for case in timed:
         assert case["ns_per_update"]["repeats"] == plan.QUICK.repeats
         assert case["ns_per_update"]["max"] == 2_000.0   # the slow first pass left no sample
+        assert case["barrier_skew_ns"]["median"] == 100.0                 # how late the last thread left
+        assert case["thread_ns_per_update"]["median"] == 2_000.0 - 0.5    # the median thread's own loop

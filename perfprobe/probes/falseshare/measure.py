@@ -7,6 +7,7 @@ checked before anything ran (PROBE.check_knobs) and two usable CPUs are a declar
 
 from __future__ import annotations
 
+import statistics
 from functools import partial
 from typing import Any, Callable, Sequence
 
@@ -67,6 +68,8 @@ def _time_cases(ctx: ProbeContext, kernels: Any, cases: Sequence[Case], settings
         iters = list(sized) if sized else [iterations or _size_run(kernels, c, settings.run_ms, task.advance)
                                            for c in cases]
     samples: list[list[float]] = [[] for _ in cases]
+    skews: list[list[float]] = [[] for _ in cases]
+    loops: list[list[float]] = [[] for _ in cases]
     disturbed = [0] * len(cases)
     rounds = WARMUP_ROUNDS + settings.repeats
     with ctx.progress("false sharing", rounds * len(cases)) as task:
@@ -78,11 +81,14 @@ def _time_cases(ctx: ProbeContext, kernels: Any, cases: Sequence[Case], settings
                 else:
                     run = _undisturbed(once)
                     samples[i].append(run.span_ns / iters[i])
+                    skews[i].append(float(max(run.starts_ns) - min(run.starts_ns)))
+                    loops[i].append(statistics.median(e - s for s, e in zip(run.starts_ns, run.ends_ns)) / iters[i])
                     disturbed[i] += run.preempted
                 task.advance()
     return [{"kind": c.kind, "threads": len(c.cpus), "cpus": list(c.cpus), "spacing_bytes": c.spacing_bytes,
-             "iterations": n, "ns_per_update": summarize(s), "disturbed_runs": d}
-            for c, n, s, d in zip(cases, iters, samples, disturbed)]
+             "iterations": n, "ns_per_update": summarize(s), "disturbed_runs": d,
+             "barrier_skew_ns": summarize(skew), "thread_ns_per_update": summarize(loop)}
+            for c, n, s, d, skew, loop in zip(cases, iters, samples, disturbed, skews, loops)]
 
 
 def _undisturbed(run: Callable[[], Any], retries: int = RETRIES) -> Any:
