@@ -47,7 +47,7 @@ below one there is the rule "all threads slower than one" (other work competing)
 report rather than a figure to hide."""
 
 DRAM_READ_AGREES = 0.8
-"""All-thread DRAM read (one thread a core; over the trial buffers until 12-06 23:50 UTC, now each
+"""All-thread DRAM read (one thread a core; over the trial buffers until 12-06 23:37 UTC, now each
 thread over a set of one thread's size, as the sweep's counts are) against the thread sweep at its
 largest count (one a core; every usable CPU where SMT adds some, DRAM-bound alike), one run:
 0.91-1.05 on the 2-vCPU Xeon guest (ten runs, 12-06), 1.03 and 1.10 in the recordings that hold

@@ -259,7 +259,7 @@ def threads_dram_bytes(plan: Plan, threads: int, share: int) -> int:
     Why (issue 25): the 2-vCPU EPYC guest reports one 32 MiB L3 for both its vCPUs, but its host
     runs them on two CCXs at times, each with an L3 of its own. Two threads splitting a 64 MiB set,
     32 MiB each, read 107-118 GB/s in 5 of 6 rounds (28.4 in the sixth) where one thread read 30-33
-    over the 64 MiB; with 64 MiB each they read 57-67 GB/s, with 128 MiB each 61-64 (12-06 23:40
+    over the 64 MiB; with 64 MiB each they read 57-67 GB/s, with 128 MiB each 61-64 (12-06 23:33
     UTC, the three in turn in one process). The relations had marked the all-thread figure and the
     sweep's top count unstable in 3 of 4 runs, each time after a re-measurement of 2.4-2.9 s."""
     return max(share, min(threads * share, _room(plan, 0)))

@@ -77,7 +77,7 @@ DRAM_WARM_LOADS = 1 << 18
 """Loads that warm a set DRAM latency is read at (2x the LLC and past): at most a quarter of the
 one walk WARM_LOADS allows. A set that misses on every load keeps no cache state to settle; what
 the walk warms is its page tables, and 2^18 random loads reach over 99% of the 4 KiB pages of a
-210 MiB set (all of a 64 MiB one's). Measured on the 2-vCPU EPYC guest (12-06 23:40 UTC), fresh
+210 MiB set (all of a 64 MiB one's). Measured on the 2-vCPU EPYC guest (12-06 23:20 UTC), fresh
 cycles linked in turn in one process: at 64 MiB (2x its LLC) 150.05 ns after 2^20 loads and 150.70
 after 2^18 (median of 24 each, each cycle's repeats within 1.3-1.4% MAD either way), at 128 MiB
 157.3 and 155.7 (16 each), on 4 KiB pages 183.5 and 177.5 (12 each): no shift beyond the runs'
