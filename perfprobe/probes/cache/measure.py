@@ -241,12 +241,12 @@ def _dram_trials(ctx: ProbeContext, k: ModuleType, buf: Any, plan: Plan, timing:
         raw["curve"] = {**curve, "latency_ns": latency}
         if shared:
             together = threads_dram_bytes_beside(plan, len(cpus), size, plan.max_bytes + extra * size)
-            read = tr.read_trials(k, [buf, *more], size, cpus, timing, together)
+            read = tr.read_trials(k, [buf, *more], size, cpus, timing, together, huge)
         del more
     if not shared:  # each read trial first touched by its readers, on their nodes
         with tr.held_buffers(extra + 1, size, huge) as placed:
             together = threads_dram_bytes_beside(plan, len(cpus), size, plan.max_bytes + (extra + 1) * size)
-            read = tr.read_trials(k, placed, size, cpus, timing, together)
+            read = tr.read_trials(k, placed, size, cpus, timing, together, huge)
             del placed
     raw["dram_trials"] = {"buffers": extra + 1, "bytes": size, "read_buffers": "the latency trials'"
                           if shared else "their own, first touched by their readers"}
@@ -412,7 +412,7 @@ def remeasure(ctx: ProbeContext, raw: dict[str, Any], keys: tuple[str, ...]) -> 
                 with tr.held_buffers(trials, plan.dram_bytes, huge, toucher) as held:
                     together = threads_dram_bytes_beside(plan, len(place.cpus), plan.dram_bytes,
                                                          trials * plan.dram_bytes)
-                    read = tr.read_trials(k, held, plan.dram_bytes, place.cpus, key, together)
+                    read = tr.read_trials(k, held, plan.dram_bytes, place.cpus, key, together, huge)
                     del held
             else:
                 read = m.read_rates(k, one, each, place.cpus, key)

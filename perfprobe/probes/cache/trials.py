@@ -87,12 +87,13 @@ def latency_trials(k: ModuleType, buffers: Sequence[np.ndarray], size: int, line
 
 
 def read_trials(k: ModuleType, buffers: Sequence[np.ndarray], size: int, cpus: Sequence[int],
-                timing: m.Timing, all_bytes: int | None) -> dict[str, Any]:
+                timing: m.Timing, all_bytes: int | None, huge: bool = False) -> dict[str, Any]:
     """DRAM read GB/s: one thread over `size` bytes of each buffer (refilled by the threads on
     `cpus` first), as a figure over the trials; then one thread on each of `cpus`, each over its
     own share of `all_bytes` (plan.threads_dram_bytes: one thread's set each, where memory allows)
-    in an array of their own, its repeats the figure's samples; where memory leaves no room for one
-    (`all_bytes` None), over their shares of the first buffer. m.read_rates' shape."""
+    in a mapping of their own (2 MiB pages where `huge`), its repeats the figure's samples; where
+    memory leaves no room for one (`all_bytes` None), over their shares of the first buffer.
+    m.read_rates' shape."""
     each = m.Timing(timing.run_s, REPEATS_PER_TRIAL, timing.all_threads_s)
     one = [m.read_one_in(k, buf.view(np.float64)[:size // m.WORD], size, cpus, each) for buf in buffers]
     threads = max(1, len(cpus))
@@ -101,6 +102,6 @@ def read_trials(k: ModuleType, buffers: Sequence[np.ndarray], size: int, cpus: S
         together = m.read_all(k, share, cpus, timing, buffers[0].view(np.float64))
     else:
         share = all_bytes // threads
-        together = m.read_all(k, share, cpus, timing)
+        together = m.read_all(k, share, cpus, timing, huge=huge)
     return {"bytes_1t": size // m.WORD * m.WORD, "bytes_each": share // m.WORD * m.WORD,
             "1t": over_trials(one), "all": together}
