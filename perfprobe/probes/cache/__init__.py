@@ -53,9 +53,9 @@ largest count (one a core; every usable CPU where SMT adds some, DRAM-bound alik
 0.91-1.05 on the 2-vCPU Xeon guest (ten runs, 12-06), 1.03 and 1.10 in the recordings that hold
 both; 0.92-0.97 in two of five runs on the GPU machine's 16-vCPU guest (12-06) and 0.64-0.68 in the
 other three, whose 141-146 GB/s compare called regressions against 195-211 (the sweep's 16 threads
-read 212-228 in all five). Both ways: the trials at most 1/0.8 = 1.25x the sweep; the 2-vCPU EPYC
-guest's ten runs of 12-06 20:49 UTC read 0.88-1.06 where the sweep did not read from caches, 0.62
-in one and 2.09 in another (63 GB/s over the trials, 30 from the sweep)."""
+read 212-228 in all five). Both ways: the all-thread figure at most 1/0.8 = 1.25x the sweep; the
+2-vCPU EPYC guest's ten runs of 12-06 20:49 UTC read 0.88-1.06 where the sweep did not read from
+caches, 0.62 in one and 2.09 in another (63 GB/s over the trials, 30 from the sweep)."""
 
 L1_HELD_FLOOR = 0.8
 """figures.l1_held below this: the L1 did not hold three quarters of its size at its own speed.

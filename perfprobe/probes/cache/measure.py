@@ -327,8 +327,8 @@ def _sweep(ctx: ProbeContext, k: ModuleType, plan: Plan, timing: m.Timing,
     with ctx.progress("DRAM thread sweep", len(kinds) * len(counts)) as task:
         for kind in kinds:
             out[kind] = []
-            for n in counts:
-                out[kind].append(m.placed_rate(k, kind, together[counts.index(n)], place.sweep_cpus(n), timing))
+            for n, total in zip(counts, together):
+                out[kind].append(m.placed_rate(k, kind, total, place.sweep_cpus(n), timing))
                 task.advance()
     return out
 

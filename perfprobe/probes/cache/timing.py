@@ -220,7 +220,7 @@ def read_one_in(k: ModuleType, a: np.ndarray, one_bytes: int, cpus: Sequence[int
     if one_n > a.shape[0]:
         raise ValueError(f"{a.nbytes}-byte array is too small for {one_n * WORD} bytes")
     k.fill_placed(a[:one_n], 1.0, placed.masks, placed.where)
-    return time_rate(lambda reps: k.read_loads(a[:one_n], reps), one_n * WORD, timing)
+    return _one_read(k, a[:one_n], timing)
 
 
 def read_all(k: ModuleType, each_bytes: int, cpus: Sequence[int], timing: Timing,
@@ -243,10 +243,20 @@ def read_all(k: ModuleType, each_bytes: int, cpus: Sequence[int], timing: Timing
 
 
 def _read_all_over(k: ModuleType, a: np.ndarray, placed: Any, timing: Timing) -> dict[str, Any]:
+    """Fill `a` from the placed threads (their pages, their caches), then time them reading it."""
     k.fill_placed(a, 1.0, placed.masks, placed.where)
-    many = time_rate(lambda reps: k.read_loads_placed(a, placed.masks, placed.where, reps), a.shape[0] * WORD,
+    return _placed_record(placed, _placed_read(k, a, placed, timing))
+
+
+def _one_read(k: ModuleType, a: np.ndarray, timing: Timing) -> dict[str, Any]:
+    """One thread reading all of `a`, timed (GB/s)."""
+    return time_rate(lambda reps: k.read_loads(a, reps), a.shape[0] * WORD, timing)
+
+
+def _placed_read(k: ModuleType, a: np.ndarray, placed: Any, timing: Timing) -> dict[str, Any]:
+    """The placed threads each reading their share of `a`, timed in runs of the all-thread length."""
+    return time_rate(lambda reps: k.read_loads_placed(a, placed.masks, placed.where, reps), a.shape[0] * WORD,
                      _longer(timing))
-    return _placed_record(placed, many)
 
 
 def read_rates_in(k: ModuleType, a: np.ndarray, one_bytes: int, each_bytes: int, cpus: Sequence[int],
@@ -259,11 +269,9 @@ def read_rates_in(k: ModuleType, a: np.ndarray, one_bytes: int, each_bytes: int,
     if max(one_n, total) > a.shape[0]:
         raise ValueError(f"{a.nbytes}-byte array is too small for {max(one_n, total) * WORD} bytes")
     k.fill_placed(a, 1.0, placed.masks, placed.where)
-    one = time_rate(lambda reps: k.read_loads(a[:one_n], reps), one_n * WORD, timing)
-    many = time_rate(lambda reps: k.read_loads_placed(a[:total], placed.masks, placed.where, reps),
-                     total * WORD, _longer(timing))
+    one = _one_read(k, a[:one_n], timing)
     return {"bytes_1t": one_n * WORD, "bytes_each": each_n * WORD, "1t": one,
-            "all": _placed_record(placed, many)}
+            "all": _placed_record(placed, _placed_read(k, a[:total], placed, timing))}
 
 
 def triad_rates(k: ModuleType, one_bytes: int, each_bytes: int, cpus: Sequence[int],
@@ -291,13 +299,9 @@ def placed_rate(k: ModuleType, kind: str, total_bytes: int, cpus: Sequence[int],
     placed = k.Placed(cpus)
     if kind == "read_gbs":
         n = _elements(total_bytes, WORD) // placed.threads * placed.threads
-        a = aligned_empty(n, 4096)
-        k.fill_placed(a, 1.0, placed.masks, placed.where)
-        stat = time_rate(lambda reps: k.read_loads_placed(a, placed.masks, placed.where, reps),
-                         n * WORD, _longer(timing))
-    else:
-        n = _elements(total_bytes, 3 * WORD) // placed.threads * placed.threads
-        a, b, c = _triad_arrays(n, lambda arr, v: k.fill_placed(arr, v, placed.masks, placed.where))
-        stat = time_rate(lambda reps: k.triad_placed(a, b, c, 3.0, placed.masks, placed.where, reps),
-                         3 * WORD * n, _longer(timing))
+        return _read_all_over(k, aligned_empty(n, 4096), placed, timing)
+    n = _elements(total_bytes, 3 * WORD) // placed.threads * placed.threads
+    a, b, c = _triad_arrays(n, lambda arr, v: k.fill_placed(arr, v, placed.masks, placed.where))
+    stat = time_rate(lambda reps: k.triad_placed(a, b, c, 3.0, placed.masks, placed.where, reps),
+                     3 * WORD * n, _longer(timing))
     return _placed_record(placed, stat)
