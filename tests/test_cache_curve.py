@@ -130,6 +130,11 @@ def test_one_noisy_offset_does_not_set_the_line() -> None:
     assert read_line(OFFSETS, [9, 9, 14, 9, 9, 13, 13]) == 256
 
 
+def test_a_rise_at_the_last_offset_alone_is_no_line() -> None:
+    """The EPYC guest's one false line warn (12-07): 512 B, the sweep's last offset, twice."""
+    assert OFFSETS[-1] == 512 and read_line(OFFSETS, [9, 9, 9, 9, 9, 9, 13]) is None
+
+
 @pytest.mark.parametrize("dram, unit", [
     ([96, 96, 96, 104, 190, 190, 190], 128),   # adjacent-line prefetch brings pairs
     ([191, 194, 200, 432, 461, 407, 327], 64), # recorded on the KVM guest: no pairing seen
