@@ -40,3 +40,22 @@ def test_a_lost_chunk_is_caught_as_wrong_results(monkeypatch) -> None:
     assert len(bad) == 1 and bad[0]["mismatches"] > 0
     assert streams.judge(raw, {"gpus": []}).verdict is Verdict.ERROR
     assert not runtime.live
+
+
+def test_the_checks_count_every_bad_element_across_the_host_threads_shares() -> None:
+    """Poisoned (NaN) or differing elements in every share are all counted, whichever thread reads them."""
+    import numpy as np
+
+    from perfprobe.kernels.host_shares import host_pool
+    from perfprobe.kernels.streams_kernels import reference
+
+    elements, iters = 64 * measure.SHARE_UNIT, 7
+    x = np.random.default_rng(1).random(elements, dtype=np.float32)
+    with host_pool(4, "test") as workers:
+        host = {"x": x, "out": reference(x, iters), "serial": reference(x, iters), "workers": workers}
+        assert measure._check_reference(host, iters)()["verified"]
+        assert measure._check_same(host, "out")()["verified"]
+        wrong = [0, elements // 3, elements // 2 + 5, elements - 1]
+        host["out"][wrong] = np.nan
+        assert measure._check_reference(host, iters)()["mismatches"] == len(wrong)
+        assert measure._check_same(host, "out")()["mismatches"] == len(wrong)

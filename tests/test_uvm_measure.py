@@ -233,3 +233,18 @@ def test_cli_without_a_gpu_under_require_gpu_exits_3(monkeypatch: pytest.MonkeyP
     monkeypatch.setitem(sys.modules, "cupy", None)
     code, out = _cli(["uvm", "--json", "--require-gpu"], capsys)
     assert code == 3 and json.loads(out)["results"][0]["verdict"] == "error"
+
+
+@pytest.mark.parametrize("periods,threads", [(1, 4), (3, 2), (5, 3), (8, 16)])
+def test_host_fill_on_a_pool_writes_what_one_thread_writes(periods: int, threads: int) -> None:
+    """Shares are whole pattern periods, so the pool's fill is the one-thread fill, element for element."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from perfprobe.kernels.uvm_kernels import PATTERN_ELEMENTS, expected_sum, host_fill
+    one, pooled = (np.zeros(periods * PATTERN_ELEMENTS, dtype=np.uint32) for _ in range(2))
+    host_fill(one, 7)
+    with ThreadPoolExecutor(threads) as workers:
+        host_fill(pooled, 7, workers=workers, threads=threads)
+    assert np.array_equal(one, pooled)
+    assert int(pooled.sum(dtype=np.uint64)) == expected_sum(pooled.nbytes, 7)
+

@@ -15,6 +15,7 @@ on-demand run really faults), and a wrong index or a page not migrated shows up 
 from __future__ import annotations
 
 import os
+from concurrent.futures import Executor
 from contextlib import contextmanager
 from types import ModuleType
 from typing import Any, Iterator
@@ -22,6 +23,8 @@ from typing import Any, Iterator
 import numba
 import numpy as np
 from numba import njit, prange
+
+from perfprobe.kernels.host_shares import over_shares
 
 PATTERN_ELEMENTS = 1 << 18
 """Period of the data pattern, in uint32 elements (1 MiB); buffer sizes are multiples of it."""
@@ -85,11 +88,18 @@ def expected_sum(n_bytes: int, salt: int) -> int:
     return periods * _PATTERN_SUM + (n_bytes // 4) * salt
 
 
-def host_fill(view: np.ndarray, salt: int, period: np.ndarray | None = None) -> None:
-    """Write pattern + salt over a host-accessible uint32 view, page by page from the CPU."""
+def host_fill(view: np.ndarray, salt: int, period: np.ndarray | None = None,
+              workers: Executor | None = None, threads: int = 1) -> None:
+    """Write pattern + salt over a host-accessible uint32 view, page by page from the CPU; with
+    `workers`, in `threads` contiguous shares of whole periods at once (kernels/host_shares.py)."""
     period = pattern() if period is None else period
-    for start in range(0, view.size, PATTERN_ELEMENTS):
-        np.add(period, np.uint32(salt), out=view[start:start + PATTERN_ELEMENTS])
+    salted = np.uint32(salt)
+
+    def fill(lo: int, hi: int) -> None:
+        for start in range(lo, hi, PATTERN_ELEMENTS):
+            np.add(period, salted, out=view[start:start + PATTERN_ELEMENTS])
+
+    over_shares(workers, threads, view.size, fill, unit=PATTERN_ELEMENTS)
 
 
 @njit(cache=True, nogil=True, parallel=True)

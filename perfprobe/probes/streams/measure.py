@@ -3,6 +3,7 @@ what breaks overlap and host work beside GPU work. Raw numbers only; every outpu
 
 from __future__ import annotations
 
+from concurrent.futures import Executor
 from typing import Any, Callable
 
 import numpy as np
@@ -12,11 +13,19 @@ from perfprobe.errors import ProbeSkipped
 from perfprobe.kernels import cuda_runtime, nvml
 from perfprobe.kernels import streams_kernels as sk
 from perfprobe.kernels import transfer_kernels as tk
+from perfprobe.kernels.host_shares import host_pool, over_shares, share_bounds, usable_cpus
 from perfprobe.probes.streams import plan
 from perfprobe.probes.streams.figures import best_config, typed
 from perfprobe.probes.streams.plan import PRESETS, Preset
 from perfprobe.pure.stats import summarize
 from perfprobe.system.budget import gpu_memory_budget, host_memory_budget
+
+BLOCK = 1 << 24
+"""Elements per numpy call on the host buffers (64 MiB of float32): bounds each call's temporaries."""
+SHARE_UNIT = 1 << 10
+"""Host threads' shares of the buffers are whole multiples of this many elements (4 KiB)."""
+MIN_GATE_S = 0.0005
+"""The gate of a run nobody times (the checked run, pageable buffers): the kernel's shortest wait."""
 
 
 def measure(ctx: ProbeContext) -> dict[str, Any]:
@@ -35,6 +44,12 @@ def measure(ctx: ProbeContext) -> dict[str, Any]:
 
 
 def _measure_device(cupy: Any, device: int, size: int, preset: Preset, ctx: ProbeContext) -> dict[str, Any]:
+    with host_pool(usable_cpus(), "perfprobe-streams") as workers:
+        return _measure_with(cupy, device, size, preset, ctx, workers)
+
+
+def _measure_with(cupy: Any, device: int, size: int, preset: Preset, ctx: ProbeContext,
+                  workers: Executor) -> dict[str, Any]:
     props = cuda_runtime.device_properties(cupy, device)
     elements = size // 4
     buffers = tk.Allocations(cupy)
@@ -47,7 +62,7 @@ def _measure_device(cupy: Any, device: int, size: int, preset: Preset, ctx: Prob
         raw: dict[str, Any] = {"device": {"index": device, **props, "pci_bus_id": bus_id},
                                "size_bytes": size, "elements": elements, "quick": ctx.quick,
                                "gpu_activity": activity}
-        host = _host_buffers(buffers, elements)
+        host = _host_buffers(buffers, elements, workers)
         raw.update(_stages(dev, host, elements))
         raw.update(_pipelines(dev, host, elements, raw["iters"], preset, ctx))
         raw["host_overlap"] = _host_overlap(dev, elements, raw["iters"])
@@ -60,18 +75,26 @@ def _measure_device(cupy: Any, device: int, size: int, preset: Preset, ctx: Prob
         session.close()
 
 
-def _host_buffers(buffers: tk.Allocations, elements: int) -> dict[str, Any]:
-    """Pinned input/output, pageable input/output and the serial result, input drawn at random."""
+def _host_buffers(buffers: tk.Allocations, elements: int, workers: Executor) -> dict[str, Any]:
+    """Pinned input/output, pageable input/output and the serial result, input drawn at random;
+    `workers`, the host threads that write and check them (kernels/host_shares.py), kept beside."""
     pin_in_ptr, pin_in = buffers.pinned(elements * 4)
     pin_out_ptr, pin_out = buffers.pinned(elements * 4)
     x = pin_in.view(np.float32)
-    rng = np.random.default_rng()
-    block = 1 << 24
-    for lo in range(0, elements, block):
-        x[lo:lo + block] = rng.random(min(block, elements - lo), dtype=np.float32) * np.float32(2)
+    page_in = np.empty(elements, dtype=np.float32)
+    bounds = share_bounds(elements, usable_cpus(), SHARE_UNIT)
+    generators = dict(zip((lo for lo, _ in bounds), np.random.default_rng().spawn(len(bounds))))
+
+    def draw(lo: int, hi: int) -> None:
+        for start in range(lo, hi, BLOCK):
+            end = min(hi, start + BLOCK)
+            x[start:end] = generators[lo].random(end - start, dtype=np.float32) * np.float32(2)
+        page_in[lo:hi] = x[lo:hi]
+
+    over_shares(workers, len(bounds), elements, draw, SHARE_UNIT)
     return {"pin_in": pin_in_ptr, "pin_out": pin_out_ptr, "x": x, "out": pin_out.view(np.float32),
-            "page_in": x.copy(), "page_out": np.empty(elements, dtype=np.float32),
-            "serial": np.empty(elements, dtype=np.float32)}
+            "page_in": page_in, "page_out": np.empty(elements, dtype=np.float32),
+            "serial": np.empty(elements, dtype=np.float32), "workers": workers}
 
 
 def _stages(dev: sk.Device, host: dict[str, Any], elements: int) -> dict[str, Any]:
@@ -103,7 +126,7 @@ def _pipelines(dev: sk.Device, host: dict[str, Any], elements: int, iters: int, 
                ctx: ProbeContext) -> dict[str, Any]:
     pinned = (host["pin_in"], host["pin_out"])
     serial = _config(dev, host, pinned, elements, 1, 1, iters, check=_check_reference(host, iters))
-    host["serial"][:] = host["out"]
+    _keep_serial(host)
     configs = []
     grid = plan.configurations(preset)
     with ctx.progress("streams: chunks x streams", len(grid)) as task:
@@ -128,15 +151,16 @@ def _config(dev: sk.Device, host: dict[str, Any], ptrs: tuple[int, int], element
             repeats: int = 3, legacy: int | None = None, gate: bool = True) -> dict[str, Any]:
     """Poison the outputs, run once and check the result, then time `repeats` passes.
 
-    `gate=False` for pageable buffers: their copies block the host anyway, so a gate would only
-    be waited out inside the first enqueue call."""
-    host[out_key].fill(np.nan)
+    The checked run is not timed, so it waits behind no gate (MIN_GATE_S); its enqueue time sizes
+    the timed runs' gate. `gate=False` for pageable buffers: their copies block the host anyway, so
+    a gate would only be waited out inside the first enqueue call."""
+    out = host[out_key]
+    _on_shares(host, lambda lo, hi: out[lo:hi].fill(np.nan))
     dev.d_out.fill(np.nan)
     dev.cupy.cuda.Device().synchronize()
-    first_gate = 0.05 if gate else 0.0005
-    _ms, enqueue_ms = sk.run_pipeline(dev, ptrs[0], ptrs[1], elements, chunks, streams, iters, first_gate, legacy)
+    _ms, enqueue_ms = sk.run_pipeline(dev, ptrs[0], ptrs[1], elements, chunks, streams, iters, MIN_GATE_S, legacy)
     verdict = check()
-    gate_s = min(0.25, enqueue_ms * 1.5e-3 + 0.002) if gate else 0.0005
+    gate_s = min(0.25, enqueue_ms * 1.5e-3 + 0.002) if gate else MIN_GATE_S
     runs = [sk.run_pipeline(dev, ptrs[0], ptrs[1], elements, chunks, streams, iters, gate_s, legacy)
             for _ in range(repeats)]
     return {"chunks": chunks, "streams": streams, "ms": summarize([r[0] for r in runs]),
@@ -145,24 +169,48 @@ def _config(dev: sk.Device, host: dict[str, Any], ptrs: tuple[int, int], element
 
 def _check_reference(host: dict[str, Any], iters: int) -> Callable[[], dict[str, Any]]:
     """Check the output against the closed-form reference, block by block; NaN (unwritten) fails."""
-    def check() -> dict[str, Any]:
-        tol, bad, worst = sk.tolerance(iters), 0, 0.0
-        x, out, block = host["x"], host["out"], 1 << 24
-        for lo in range(0, x.size, block):
-            err = np.abs(out[lo:lo + block] - sk.reference(x[lo:lo + block], iters))
+    tol, x, out = sk.tolerance(iters), host["x"], host["out"]
+
+    def share(lo: int, hi: int) -> tuple[int, float]:
+        bad, worst = 0, 0.0
+        for start in range(lo, hi, BLOCK):
+            end = min(hi, start + BLOCK)
+            err = np.abs(out[start:end] - sk.reference(x[start:end], iters))
             bad += int(np.count_nonzero(~(err <= tol)))
             worst = max(worst, float(np.nanmax(err)) if np.isfinite(err).any() else float("inf"))
+        return bad, worst
+
+    def check() -> dict[str, Any]:
+        shares = _on_shares(host, share)
+        bad, worst = sum(b for b, _ in shares), max(w for _, w in shares)
         return {"verified": bad == 0, "mismatches": bad, "max_abs_error": worst, "tolerance": tol}
     return check
 
 
 def _check_same(host: dict[str, Any], key: str) -> Callable[[], dict[str, Any]]:
     """Bit-for-bit against the serial run's (reference-checked) output."""
+    got, want = host[key].view(np.uint32), host["serial"].view(np.uint32)
+
+    def share(lo: int, hi: int) -> int:
+        if np.array_equal(got[lo:hi], want[lo:hi]):
+            return 0
+        return int(np.count_nonzero(got[lo:hi] != want[lo:hi]))
+
     def check() -> dict[str, Any]:
-        same = np.array_equal(host[key].view(np.uint32), host["serial"].view(np.uint32))
-        bad = 0 if same else int(np.count_nonzero(host[key].view(np.uint32) != host["serial"].view(np.uint32)))
-        return {"verified": same, "mismatches": bad}
+        bad = sum(_on_shares(host, share))
+        return {"verified": bad == 0, "mismatches": bad}
     return check
+
+
+def _on_shares(host: dict[str, Any], work: Callable[[int, int], Any]) -> list[Any]:
+    """work(lo, hi) over contiguous shares of the host buffers, on their host threads."""
+    return over_shares(host["workers"], usable_cpus(), host["x"].size, work, SHARE_UNIT)
+
+
+def _keep_serial(host: dict[str, Any]) -> None:
+    """The serial run's (reference-checked) output, kept for the bit-for-bit checks after it."""
+    serial, out = host["serial"], host["out"]
+    _on_shares(host, lambda lo, hi: serial.__setitem__(slice(lo, hi), out[lo:hi]))
 
 
 def _host_overlap(dev: sk.Device, elements: int, iters: int) -> dict[str, Any]:
@@ -200,10 +248,10 @@ def remeasure(ctx: ProbeContext, raw: dict[str, Any], keys: tuple[str, ...]) -> 
     buffers = tk.Allocations(cupy)
     dev = None
     try:
-        with cupy.cuda.Device(device):
+        with cupy.cuda.Device(device), host_pool(usable_cpus(), "perfprobe-streams") as workers:
             dev = sk.Device.create(cupy, buffers, elements, plan.MAX_STREAMS, props["multiprocessors"])
             if "overlap" in keys:
-                host = _host_buffers(buffers, elements)
+                host = _host_buffers(buffers, elements, workers)
                 nbytes = elements * 4
                 stages, stats = dict(raw["stage_ms"]), dict(raw.get("stage_stats") or {})
                 timed = {"h2d": sk.copy_samples(dev, dev.d_in.data.ptr, host["pin_in"], nbytes, sk.H2D),
@@ -214,7 +262,7 @@ def remeasure(ctx: ProbeContext, raw: dict[str, Any], keys: tuple[str, ...]) -> 
                 out["stage_ms"], out["stage_stats"] = stages, stats
                 pinned = (host["pin_in"], host["pin_out"])
                 serial = _config(dev, host, pinned, elements, 1, 1, iters, check=_check_reference(host, iters))
-                host["serial"][:] = host["out"]
+                _keep_serial(host)
                 best = best_config(typed(raw))
                 again = _config(dev, host, pinned, elements, best["chunks"], best["streams"], iters,
                                 check=_check_same(host, "out"))

@@ -7,6 +7,7 @@ from typing import Any, Callable, Mapping
 
 from perfprobe.engine.probe import ProbeContext
 from perfprobe.kernels import cuda_runtime, uvm_memory
+from perfprobe.kernels.host_shares import host_pool
 from perfprobe.kernels.uvm_kernels import GpuKernels, host_threads, usable_threads
 from perfprobe.kernels.uvm_memory import PathUnavailable
 from perfprobe.probes.uvm import paths as uvm_paths
@@ -59,8 +60,11 @@ def _measure_on(cupy: Any, device: int, ctx: ProbeContext, only: set[str] | None
                             size, counts.repeats, counts.passes,
                             timeout_s=30 + counts.passes * size / 0.5e9)
     threads = usable_threads(ctx.config.options.host_threads)
+    bench.fill_threads = threads
     steps = [(name, needs) for name, needs in plan.PLAN if only is None or only & set(plan.path_names(name))]
-    with stream, host_threads(threads), ctx.progress("uvm: access paths", len(steps)) as task:
+    with stream, host_threads(threads), host_pool(threads, "perfprobe-uvm-fill") as workers, \
+            ctx.progress("uvm: access paths", len(steps)) as task:
+        bench.workers = workers
         paths = _run_plan(bench, attrs, task.advance, steps)
     if first is not None:
         return {**first, "paths": {**first["paths"], **paths}}

@@ -14,6 +14,7 @@ plus one device buffer.
 from __future__ import annotations
 
 import time
+from concurrent.futures import Executor
 from dataclasses import dataclass, field
 from types import ModuleType
 from typing import Any, Callable
@@ -53,6 +54,12 @@ class Bench:
     passes: int
     timeout_s: float
     period: np.ndarray = field(default_factory=pattern)
+    workers: Executor | None = None  # the host threads that write the data before each step
+    fill_threads: int = 1
+
+    def fill(self, view: np.ndarray, salt: int) -> None:
+        """The host writes pattern + salt over `view` (untimed), on `fill_threads` threads."""
+        host_fill(view, salt, self.period, self.workers, self.fill_threads)
 
     def event(self) -> Any:
         event = self.cupy.cuda.Event()
@@ -90,7 +97,7 @@ def _read_step(b: Bench, view: np.ndarray, read_ptr: int, what: str,
     """Host writes `view`; then, optionally, `before` (a prefetch or a copy to the device, timed as
     `before_part`); then `passes` kernel reads of `read_ptr`, whose sum is checked."""
     def step(salt: int) -> dict[str, float]:
-        host_fill(view, salt, b.period)
+        b.fill(view, salt)
         b.kernels.reset()
         start = b.event()
         if before is not None:
@@ -226,7 +233,7 @@ def _host_read(b: Bench, gpu_ptr: int, view: np.ndarray, move: Callable[[], None
 def _host_local(b: Bench, view: np.ndarray) -> Step:
     """The ceiling: host threads read host memory the host just wrote."""
     def step(salt: int) -> dict[str, float]:
-        host_fill(view, salt, b.period)
+        b.fill(view, salt)
         start = time.perf_counter()
         got = int(host_sum_parallel(view))
         elapsed = time.perf_counter() - start

@@ -1,0 +1,52 @@
+"""Untimed host work over large arrays, split into contiguous shares on a pool of host threads.
+
+Why: the GPU probes write, poison and check buffers of hundreds of MiB around their timed steps. On
+one thread that was 2.7 s of a warm `uvm --quick` (54 fills of 256 MiB; for managed memory each fill
+is the pages' migration back to the host) and 0.8 s of `streams --quick` (poisoning and comparing its
+outputs) on the H100 host (docs/benchmarks.md). numpy releases the GIL inside its loops and fills, so
+Python threads run the shares at once. The pool's threads inherit the CPUs of the thread that starts
+them, the process's (`--bind` included), so first-touched pages land where one thread put them.
+"""
+
+from __future__ import annotations
+
+import os
+from concurrent.futures import Executor, ThreadPoolExecutor, wait
+from contextlib import contextmanager
+from typing import Callable, Iterator, TypeVar
+
+T = TypeVar("T")
+
+
+def share_bounds(n: int, count: int, unit: int = 1) -> list[tuple[int, int]]:
+    """[lo, hi) of `count` contiguous shares of range(n), each a whole number of `unit`s (the last
+    takes the remainder); fewer shares when there are fewer units than `count`."""
+    units = max(1, n // unit)
+    count = max(1, min(count, units))
+    edges = [units * i // count * unit for i in range(count)] + [n]
+    return list(zip(edges[:-1], edges[1:]))
+
+
+def over_shares(workers: Executor | None, count: int, n: int, work: Callable[[int, int], T],
+                unit: int = 1) -> list[T]:
+    """work(lo, hi) for each share, on `workers` (inline without one); the results in order.
+
+    Every share has ended before an error leaves, so the caller may free the array right after."""
+    bounds = share_bounds(n, count if workers is not None else 1, unit)
+    if workers is None or len(bounds) == 1:
+        return [work(lo, hi) for lo, hi in bounds]
+    futures = [workers.submit(work, lo, hi) for lo, hi in bounds]
+    wait(futures)
+    return [future.result() for future in futures]
+
+
+def usable_cpus() -> int:
+    """The CPUs this process may run on."""
+    return len(os.sched_getaffinity(0))
+
+
+@contextmanager
+def host_pool(threads: int, name: str) -> Iterator[Executor]:
+    """A pool of `threads` host threads for over_shares, joined on the way out (also on errors)."""
+    with ThreadPoolExecutor(max(1, threads), thread_name_prefix=name) as pool:
+        yield pool
