@@ -1,5 +1,5 @@
 """`python -m perfprobe` runs the CLI (the device machine runs the project this way)."""
 
-from perfprobe.cli import main
+from perfprobe.cli import console
 
-main()
+console()

@@ -153,7 +153,8 @@ def test_the_top_level_keeps_at_most_eight_modules() -> None:
 
 
 def test_the_console_script_and_python_m_reach_the_cli(capsys: pytest.CaptureFixture[str]) -> None:
-    """pyproject's `perfprobe = "perfprobe.cli:main"` and `python -m perfprobe` (perfprobe/__main__.py)."""
+    """pyproject's `perfprobe = "perfprobe.cli:console"` and `python -m perfprobe` (perfprobe/__main__.py):
+    `main`, then the fast exit (tests/test_fast_exit.py)."""
     from perfprobe import __version__, cli
     from perfprobe.cli import commands
 
@@ -161,8 +162,8 @@ def test_the_console_script_and_python_m_reach_the_cli(capsys: pytest.CaptureFix
     with pytest.raises(SystemExit) as exit_:
         cli.main(["--version"])
     assert exit_.value.code == 0 and __version__ in capsys.readouterr().out
-    assert 'perfprobe = "perfprobe.cli:main"' in (PACKAGE.parent / "pyproject.toml").read_text()
-    assert "from perfprobe.cli import main" in (PACKAGE / "__main__.py").read_text()
+    assert 'perfprobe = "perfprobe.cli:console"' in (PACKAGE.parent / "pyproject.toml").read_text()
+    assert "from perfprobe.cli import console" in (PACKAGE / "__main__.py").read_text()
 
 
 def test_the_cli_helpers_load_without_the_app() -> None:

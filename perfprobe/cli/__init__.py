@@ -2,9 +2,10 @@
 help.py (plain --help), report_command.py (`perfprobe report`), warmup_command.py (`perfprobe
 warmup`), completions.py (shell scripts).
 
-`main` is the console script (`perfprobe = "perfprobe.cli:main"`) and `python -m perfprobe`. It
-and `app` load commands.py when first used, not when the package is imported: fleet/commands.py
-imports cli/help.py, and commands.py imports fleet/commands.py.
+`console` is the console script (`perfprobe = "perfprobe.cli:console"`) and `python -m perfprobe`:
+`main`, then the process ends without the interpreter's teardown (system/fast_exit.py). `main`
+(what tests call) and `app` load commands.py when first used, not when the package is imported:
+fleet/commands.py imports cli/help.py, and commands.py imports fleet/commands.py.
 """
 
 from __future__ import annotations
@@ -17,6 +18,18 @@ def main(argv: list[str] | None = None) -> None:
     from perfprobe.cli.commands import main as run
 
     run(argv)
+
+
+def console() -> None:
+    """`main` on sys.argv, then leave with its exit code: 0.2 s sooner than a normal exit."""
+    from perfprobe.system.fast_exit import exit_code, leave
+
+    try:
+        main()
+        code = 0
+    except SystemExit as exc:
+        code = exit_code(exc.code)
+    leave(code)
 
 
 def __getattr__(name: str) -> Any:

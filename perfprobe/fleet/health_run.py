@@ -210,4 +210,6 @@ def _ready(names: Sequence[str]) -> None:
 
 
 if __name__ == "__main__":
-    sys.exit(_child(sys.argv[1]))
+    from perfprobe.system.fast_exit import leave
+
+    leave(_child(sys.argv[1]))  # the parent waits on this exit: no 0.2 s of interpreter teardown

@@ -109,15 +109,7 @@ def main(argv: list[str]) -> int:
     return 0
 
 
-def _quit_now(code: int) -> None:
-    """Leave without the interpreter's teardown: with numba's compiled kernels loaded it took about
-    0.2 s of every ipc run on the 2-vCPU host, waited out by the scheduler (which reaps the worker).
-    The worker owns nothing that teardown would release: its descriptors and mapping close with
-    the process, and its directory is the scheduler's to remove."""
-    sys.stdout.flush()
-    sys.stderr.flush()
-    os._exit(code)
-
-
 if __name__ == "__main__":
-    _quit_now(main(sys.argv))
+    from perfprobe.system.fast_exit import leave
+
+    leave(main(sys.argv))  # the scheduler reaps the worker: no 0.2 s of interpreter teardown
