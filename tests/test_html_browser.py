@@ -9,6 +9,7 @@ saying so.
 from __future__ import annotations
 
 import json
+import os
 import shutil
 from pathlib import Path
 
@@ -48,15 +49,20 @@ READY = ("return [...document.querySelectorAll('.plotly-graph-div')]"
 
 
 @pytest.fixture(scope="module")
-def browser():
+def browser(tmp_path_factory):  # type: ignore[no-untyped-def]
+    """Chromium with its profile and temporary files under pytest's tmp: it leaves
+    org.chromium.Chromium.* folders in TMPDIR after quit (eleven in /tmp after a day of test runs)."""
     from selenium.webdriver.chrome.service import Service
 
+    own = tmp_path_factory.mktemp("chromium")
     options = webdriver.ChromeOptions()
-    for flag in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage"):
+    for flag in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
+                 f"--user-data-dir={own / 'profile'}"):
         options.add_argument(flag)
     options.binary_location = CHROMIUM
     options.set_capability("goog:loggingPrefs", {"browser": "ALL", "performance": "ALL"})
-    driver = webdriver.Chrome(service=Service(DRIVER), options=options)
+    service = Service(DRIVER, env={**os.environ, "TMPDIR": str(own)})
+    driver = webdriver.Chrome(service=service, options=options)
     driver.set_window_size(1280, 1600)
     yield driver
     driver.quit()
