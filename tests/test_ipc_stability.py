@@ -50,11 +50,20 @@ def test_the_quiet_hosts_round_trips_stay_under_the_bound(name):
     assert ipc.PROBE.spread_bound > SPREAD_BOUND
 
 
-def test_a_larger_message_faster_than_a_smaller_one_is_named():
-    metrics = judged("ipc_h200_full.json")   # uds: 4K 12.1, 16K 14.2, 64K 34.1 µs
-    found = broken(planted(metrics, "rtt_us.uds.16K", 40.0))
-    assert list(found) == ["rtt_us.uds.16K"] and "larger message faster" in found["rtt_us.uds.16K"]
-    assert broken(planted(metrics, "rtt_us.uds.4K", 14.24 * 1.08)) == {}   # within the allowance
+def test_a_large_message_faster_than_a_smaller_one_is_named():
+    metrics = judged("ipc_h200_full.json")   # uds: 4K 12.1, 16K 14.2, 64K 34.1, 256K 69.6, 1M 294 µs
+    found = broken(planted(metrics, "rtt_us.uds.16K", 80.0))
+    assert list(found) == ["rtt_us.uds.16K"] and "256 KiB or more faster" in found["rtt_us.uds.16K"]
+    found = broken(planted(metrics, "rtt_us.uds.256K", 340.0))   # above 1.1 x 1M's 294
+    assert list(found) == ["rtt_us.uds.256K"]
+    assert broken(planted(metrics, "rtt_us.uds.64K", 69.64 * 1.08)) == {}   # within the allowance
+
+
+def test_messages_up_to_64k_are_not_ordered_among_themselves():
+    """On a VM a blocking round trip up to 64 KiB is mostly an idle vCPU's wake-up: the EPYC guest
+    read 4 KiB above 64 KiB in 17 of 100 quick runs (ipc.SIZE_NOISE)."""
+    metrics = judged("ipc_h200_full.json")
+    assert broken(planted(metrics, "rtt_us.uds.4K", 37.3)) == {}   # above 16K's 14.2 and 64K's 34.1
 
 
 def test_sizes_below_4k_are_not_ordered():
