@@ -46,3 +46,12 @@ def test_a_reader_gone_before_the_flush_is_no_traceback() -> None:
     done = subprocess.run(f'{sys.executable} -c "{code}" | true', shell=True, capture_output=True,
                           text=True, timeout=60, env=env)
     assert "Traceback" not in done.stderr and "BrokenPipe" not in done.stderr, done.stderr
+
+
+def test_under_a_profiler_the_exit_is_the_normal_one(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """`python -m cProfile -o F -m perfprobe ...` (tools/device/profile_probes.sh) writes F after
+    the program returns: os._exit would leave no profile."""
+    out = tmp_path / "p.prof"
+    done = subprocess.run([sys.executable, "-m", "cProfile", "-o", str(out), "-m", "perfprobe", "--version"],
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0 and out.exists()

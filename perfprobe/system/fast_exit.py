@@ -29,7 +29,11 @@ def exit_code(code: object) -> int:
 
 
 def leave(code: int) -> NoReturn:
-    """Flush, run the atexit handlers, and end the process with `code`."""
+    """Flush, run the atexit handlers, and end the process with `code`. Under a profiler or a
+    tracer (cProfile -o, a debugger, coverage) the normal exit: they write what they saw after the
+    program returns, which os._exit would skip."""
+    if sys.getprofile() is not None or sys.gettrace() is not None:
+        raise SystemExit(code)
     for stream in (sys.stdout, sys.stderr):
         try:
             stream.flush()
