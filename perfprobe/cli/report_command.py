@@ -165,7 +165,8 @@ def _spread(stats: Any) -> Spread | None:
     return Spread(n=int(stats["n"]), median=float(stats["median"]), min=float(stats["min"]),
                   max=float(stats["max"]), mad=optional("mad"), iqr=optional("iqr"),
                   samples=tuple(float(v) for v in stats.get("samples") or ()),
-                  trials=stats.get("trials") is True)
+                  trials=stats.get("trials") is True,
+                  placement=str(stats["placement"]) if stats.get("placement") else None)
 
 
 def _replay(path: Path, raw: Mapping[str, Any]) -> Report:

@@ -44,6 +44,10 @@ def worst(verdicts: Sequence[Verdict], default: Verdict = Verdict.PASS) -> Verdi
     return max(verdicts, key=lambda v: v.severity, default=default)
 
 
+SHARED_LLC, APART, MOVED = "shared LLC", "apart", "moved"
+"""Spread.placement: the threads shared a last-level cache, sat on two, or moved between the two."""
+
+
 @dataclass(frozen=True)
 class Spread:
     """The repeats behind one timed figure: how many, their median, extremes and robust spread
@@ -59,6 +63,10 @@ class Spread:
     samples: tuple[float, ...] = ()
     trials: bool = False
     """Each sample is an independent trial (a buffer of its own), not a repeat over one buffer."""
+    placement: str | None = None
+    """Where the figure's threads sat while it was timed, where a probe can tell and it moves the
+    figure (the cache probe's all-thread DRAM read: SHARED_LLC, APART or MOVED, from a handoff
+    timed before and after it). compare does not judge a figure between two placements."""
 
     @property
     def relative_mad(self) -> float | None:

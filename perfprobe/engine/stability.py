@@ -18,7 +18,7 @@ from fnmatch import fnmatchcase
 from typing import Mapping, Sequence, Union
 
 from perfprobe.engine.confirm import HELD_BACK, NOT_CONFIRMED, held_back
-from perfprobe.engine.model import Assessment, Finding, Metric, Verdict
+from perfprobe.engine.model import MOVED, Assessment, Finding, Metric, Verdict
 
 SPREAD_BOUND = 0.10
 """A figure whose repeats' MAD exceeds this fraction of their median is re-measured (pyperf warns
@@ -202,7 +202,22 @@ class StandsWhile:
                 if any(fnmatchcase(name, p) for p in self.patterns) and _number(metric) is not None]
 
 
-Relation = Union[NotBelow, NoFasterThanThreads, AgreesWithTopCount, Ordered, AtMost, StandsWhile]
+@dataclass(frozen=True)
+class StayedPut:
+    """Every metric matching one of `patterns` whose threads moved between placements while it was
+    timed (Spread.placement MOVED: a handoff before it and one after it on either side of a shared
+    last-level cache) timed two hosts' worth of bandwidth, part of each, and stands for neither."""
+
+    patterns: tuple[str, ...]
+    why: str
+
+    def broken(self, metrics: Mapping[str, Metric]) -> list[tuple[str, str]]:
+        return [(name, self.why) for name, metric in metrics.items()
+                if any(fnmatchcase(name, p) for p in self.patterns)
+                and metric.spread is not None and metric.spread.placement == MOVED]
+
+
+Relation = Union[NotBelow, NoFasterThanThreads, AgreesWithTopCount, Ordered, AtMost, StandsWhile, StayedPut]
 
 
 def unstable(metrics: Mapping[str, Metric], relations: Sequence[Relation] = (),

@@ -13,7 +13,8 @@ shift that is real within two runs but not between them (two runs of one shared 
 latency 42 then 37 ns, each run's five repeats within 2–4%): the band keeps a figure whose repeats
 spread wide from being judged to a precision its repeats do not have. A figure
 with fewer than MIN_SAMPLES samples on a side cannot be tested and is not called (it is counted as
-untested). An unstable figure (`unstable` in the report) is judged by nobody. Numbers without a
+untested). An unstable figure (`unstable` in the report) is judged by nobody, nor is one whose
+threads sat otherwise in the two runs (`stats.placement`: OTHER_PLACEMENT). Numbers without a
 better direction (counts, bytes) that differ are listed as changed; host facts that differ are
 listed beside, since they explain most regressions. By default only the key figures are judged
 (metrics.KEY_METRICS); `judge_all` judges every figure. A run the report calls disturbed
@@ -61,6 +62,8 @@ class Figure:
     unstable: str | None = None
     trials: bool = False
     """The samples are independent trials (stats.trials): the median is judged by its standard error."""
+    placement: str | None = None
+    """Where the figure's threads sat while timed (stats.placement): two placements are not compared."""
 
 
 Reference = Mapping[str, Figure]
@@ -75,7 +78,8 @@ class Change:
     ratio: float | None     # new / base
     band: float             # the smallest relative change that counts
     kind: str               # "regression", "improvement", "no significant change", "untested",
-                            # "unstable", "changed", "same", "not called (disturbed run)"
+                            # "unstable", "other placement", "changed", "same",
+                            # "not called (disturbed run)"
     advice: str = ""
     p_value: float | None = None
     samples: tuple[int, int] = (0, 0)   # how many samples each side had
@@ -115,7 +119,8 @@ def report_reference(report: Mapping[str, Any]) -> dict[str, Figure]:
                 unstable = metric.get("unstable")
                 out[f"{result_key(result)}:{name}"] = Figure(float(value), str(metric.get("unit", "")), samples,
                                                              unstable=str(unstable) if unstable else None,
-                                                             trials=stats.get("trials") is True)
+                                                             trials=stats.get("trials") is True,
+                                                             placement=_placement(stats))
     return out
 
 
@@ -154,6 +159,8 @@ def judge(key: str, base: Figure, new: Figure, threshold: float = THRESHOLD, adv
     direction = m.better(key, new.unit)
     if base.unstable or new.unstable:
         kind = "unstable"
+    elif base.placement and new.placement and base.placement != new.placement:
+        kind = OTHER_PLACEMENT
     elif n == b:
         kind = "same"
     elif direction is None:
@@ -169,6 +176,18 @@ def judge(key: str, base: Figure, new: Figure, threshold: float = THRESHOLD, adv
             kind = "regression" if worse else "improvement"
     return Change(key, new.unit, b, n, ratio, band, kind, advice if kind == "regression" else "",
                   p_value, counts)
+
+
+OTHER_PLACEMENT = "other placement"
+"""A figure whose threads sat otherwise in the two runs (one last-level cache, or two): the host
+gave the runs different hardware, which no change of the figure's own says anything about. On the
+2-vCPU EPYC guest the all-thread DRAM read moved 1.7x with that placement between runs, every
+run's repeats agreeing (docs/results/compare-stability.md, 12-07)."""
+
+
+def _placement(stats: Mapping[str, Any]) -> str | None:
+    value = stats.get("placement")
+    return str(value) if isinstance(value, str) and value else None
 
 
 def load_significance_test() -> None:

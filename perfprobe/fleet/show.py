@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import asdict
 from typing import Any
 
-from perfprobe.fleet.compare import Comparison
+from perfprobe.fleet.compare import OTHER_PLACEMENT, Comparison
 from perfprobe.fleet.peers import Fleet, Group
 from perfprobe.fleet.reports import result_key
 
@@ -21,7 +21,8 @@ def comparison_lines(c: Comparison, base_name: str, new_name: str, show_all: boo
     table = Table(title=f"{base_name} → {new_name}", title_justify="left")
     for column in ("metric", "base", "new", "change", "p (U test)", "counts from", "judged"):
         table.add_column(column, justify="left" if column in ("metric", "judged") else "right")
-    style = {"regression": "bold red", "improvement": "green", "changed": "yellow", "unstable": "yellow"}
+    style = {"regression": "bold red", "improvement": "green", "changed": "yellow", "unstable": "yellow",
+             OTHER_PLACEMENT: "yellow"}
     shown = [ch for ch in c.changes if show_all or ch.kind not in QUIET + ("untested",)]
     for ch in shown:
         change = f"{ch.ratio:.3f}x" if ch.ratio is not None else "from 0"
@@ -31,7 +32,7 @@ def comparison_lines(c: Comparison, base_name: str, new_name: str, show_all: boo
     out: list[Any] = [table] if shown else []
     quiet = sum(1 for ch in c.changes if ch.kind in QUIET)
     counts = {kind: sum(1 for ch in c.changes if ch.kind == kind)
-              for kind in ("untested", "unstable", "not called (disturbed run)")}
+              for kind in ("untested", "unstable", OTHER_PLACEMENT, "not called (disturbed run)")}
     extra = "".join(f", {n} {kind}" for kind, n in counts.items() if n)
     out.append(f"{len(c.changes)} figures judged; {len(c.regressions)} regression(s), "
                f"{len(c.improvements)} improvement(s), {quiet} with no significant change{extra}")

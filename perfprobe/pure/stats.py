@@ -80,7 +80,8 @@ def spread_of(summary: Mapping[str, Any], scale: float = 1.0) -> Spread | None:
                   min=min(low, high), max=max(low, high),
                   mad=None if mad is None else abs(float(mad) * scale),
                   iqr=None if iqr is None else abs(float(iqr) * scale), samples=samples,
-                  trials=summary.get("trials") is True)
+                  trials=summary.get("trials") is True,
+                  placement=str(summary["placement"]) if summary.get("placement") else None)
 
 
 def rate_stat(time: Mapping[str, Any], rate: Callable[[float], float], median: float) -> Stat:

@@ -76,6 +76,8 @@ def _metric(metric: Metric) -> dict[str, Any]:
                                "samples": [_sig(v) for v in s.samples]})
         if s.trials:  # the samples are independent trials (schema: stats.trials)
             out["stats"]["trials"] = True
+        if s.placement:  # where the threads sat (schema: stats.placement)
+            out["stats"]["placement"] = s.placement
     if metric.unstable:
         out["unstable"] = metric.unstable
     return out

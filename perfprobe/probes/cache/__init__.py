@@ -21,6 +21,7 @@ from perfprobe.engine.stability import (
     Ordered,
     Relation,
     StandsWhile,
+    StayedPut,
 )
 from perfprobe.host.facts import Facts
 from perfprobe.probes.cache import tables
@@ -95,6 +96,9 @@ RELATIONS: tuple[Relation, ...] = (
                        cached_why="the thread sweep's largest count read a set this size from caches in "
                        "this run, so its threads sat on last-level caches the host does not report: "
                        "the all-thread DRAM figure was timed on a placement other runs may not get"),
+    StayedPut(("read_gbs.DRAM.all",), "the threads moved between sharing a last-level cache and not "
+              "while this was timed (their handoff before it and after it disagreed): part of it timed "
+              "each placement"),
     StandsWhile(CORE_PRIVATE_FIGURES, "l1_held", L1_HELD_FLOOR,
                 "the L1 lost its speed before three quarters of its size: another hardware thread "
                 "shared this core while it was timed", shows_load=True),

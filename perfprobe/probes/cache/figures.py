@@ -14,6 +14,7 @@ import statistics
 from dataclasses import dataclass
 from typing import Any, Literal, Mapping, Optional, Sequence, TypedDict, cast
 
+from perfprobe.engine.model import APART, MOVED, SHARED_LLC
 from perfprobe.host.facts import CacheFacts, Facts
 from perfprobe.probes.cache.curve import Level, read_fetch_unit, read_levels, read_line
 from perfprobe.probes.cache.plan import DRAM_LLC_MULTIPLE, data_caches, planned_llc, reaches_dram
@@ -363,3 +364,31 @@ def cores_to_saturate(raw: CacheRaw) -> int | None:
         return None
     counts = [c for c in (saturating_threads(sweep_points(raw, k)) for k in KINDS) if c is not None]
     return max(counts) if counts else None
+
+
+LLC_APART = 5.0
+"""Two threads sit on two last-level caches when a line's handoff between them takes at least this
+many times the run's last-level-cache latency: within one the line moves through that cache (a few
+of its latencies), between two it crosses the fabric. On the 2-vCPU EPYC guest (12-07) handoffs
+read 31-54 ns within one CCX's L3 (13-15 ns: at most 4.2x) and 145-257 ns between two (at least
+10x); on the H100 machine's 16-vCPU Xeon guest, one L3 of 35-48 ns, every pair's handoff read
+52-110 ns (at most 3.1x, five runs of 12-06)."""
+
+
+def llc_latency_ns(levels: Sequence[Level]) -> float | None:
+    """The last cache level's latency (the highest of L1-L3 measured), ns."""
+    caches = [level for level in levels if level.name != "DRAM" and level.latency_ns]
+    return float(caches[-1].latency_ns) if caches else None
+
+
+def threads_placement(stat: Mapping[str, Any], llc_ns: float | None) -> str | None:
+    """Where an all-thread figure's threads sat, from the handoffs timed before and after it
+    (timing.handoff_ns): SHARED_LLC, APART, MOVED (the two disagree), None where not timed."""
+    handoffs = [float(h) for h in stat.get("handoff_ns") or () if h is not None]
+    if not handoffs or not llc_ns:
+        return None
+    apart = {h >= LLC_APART * llc_ns for h in handoffs}
+    if len(apart) > 1:
+        return MOVED
+    return APART if apart.pop() else SHARED_LLC
+

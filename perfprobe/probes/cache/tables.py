@@ -17,10 +17,12 @@ from perfprobe.probes.cache.figures import (
     cores_to_saturate,
     gbs,
     l1_held,
+    llc_latency_ns,
     pattern_ratio,
     rate,
     sweep_points,
     sweep_timed,
+    threads_placement,
 )
 from perfprobe.probes.cache.plan import cache_size
 from perfprobe.pure import stats
@@ -42,12 +44,14 @@ def metrics(fig: CacheFigures) -> dict[str, Metric]:
                                            else Metric(round(level.latency_ns, 2), "ns"))
         if level.end_bytes is not None:
             out[f"size_bytes.{level.name}"] = Metric(level.end_bytes, "bytes")
+    llc_ns = llc_latency_ns(fig.levels)
     for name in fig.bandwidth:
         for kind in KINDS:
             for threads in THREADS:
                 stat = rate(fig, name, kind, threads)
                 if stat is not None:
-                    out[f"{kind}.{name}.{threads}"] = stats.metric(stat, "GB/s")
+                    placement = threads_placement(stat, llc_ns)
+                    out[f"{kind}.{name}.{threads}"] = stats.metric({**stat, "placement": placement}, "GB/s")
     if fig.line["line_bytes"]:
         out["line_bytes"] = Metric(fig.line["line_bytes"], "bytes")
     if fig.line["fetch_bytes"]:

@@ -305,3 +305,28 @@ def placed_rate(k: ModuleType, kind: str, total_bytes: int, cpus: Sequence[int],
     stat = time_rate(lambda reps: k.triad_placed(a, b, c, 3.0, placed.masks, placed.where, reps),
                      3 * WORD * n, _longer(timing))
     return _placed_record(placed, stat)
+
+
+HANDOFF_ROUNDS = 20_000
+"""Ping-pong rounds of one handoff witness: 2-7 ms at the 46-170 ns one-way handoffs measured."""
+HANDOFF_SETTLE_S = 0.01
+"""Paused before each handoff: numba's OpenMP workers spin a while after a parallel region before
+they sleep, and a handoff timed at once shares their CPUs. On the EPYC guest (12-07 02:50 UTC) one
+of twelve handoffs right after the all-thread read took 95 ns where 2, 10 and 50 ms later read 46."""
+
+
+def handoff_ns(cpus: Sequence[int], rounds: int = HANDOFF_ROUNDS) -> float | None:
+    """One-way handoff of one line between the first two of `cpus` (half a ping-pong round trip,
+    falseshare's kernel), ns; None with fewer than two CPUs. Why: on the 2-vCPU EPYC guest the
+    hypervisor moves the vCPUs between sharing a CCX's L3 and not, every few seconds, and the
+    all-thread DRAM read follows: in 110 reads with a handoff timed just before and just after
+    each (12-07 02:20 UTC), both handoffs 39-54 ns (one L3) read 29.5-36.3 GB/s in 91, both
+    145-257 ns (two) read 52.4-55.0 in 10, and the 9 whose two handoffs disagreed read either
+    (the handoffs after were timed at once there, not after HANDOFF_SETTLE_S: up to 1.7x slower)."""
+    if len(cpus) < 2:
+        return None
+    from perfprobe.kernels import falseshare_kernels as fk
+
+    time.sleep(HANDOFF_SETTLE_S)
+    return round(fk.run_pingpong(cpus[0], cpus[1], rounds).span_ns / rounds / 2, 1)
+

@@ -1,0 +1,96 @@
+"""Where the all-thread DRAM read's threads sat (figures.threads_placement): one last-level cache,
+two, or moved between them while it was timed; a moved figure is unstable, and compare does not
+judge a figure between two placements. On EPYC guest recordings of 12-07 (tests/data)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from perfprobe.engine import stability
+from perfprobe.engine.model import APART, MOVED, SHARED_LLC
+from perfprobe.fleet import compare
+from perfprobe.fleet.compare import Figure
+from perfprobe.probes import cache
+from perfprobe.probes.cache.figures import LLC_APART, threads_placement
+
+DATA = Path(__file__).parent / "data"
+
+
+def recording(name: str) -> tuple[dict[str, Any], dict[str, Any]]:
+    data = json.loads((DATA / name).read_text())
+    return data["raw"]["cache"], data["host"]
+
+
+def dram_all(raw: dict[str, Any], host: dict[str, Any]) -> Any:
+    return dict(cache.judge(raw, host).metrics)["read_gbs.DRAM.all"]
+
+
+@pytest.mark.parametrize("name,placement,gbs", [
+    ("cache_epyc2c_quick_shared_llc.json", SHARED_LLC, (30, 37)),   # handoffs 49.9 and 45.2 ns
+    ("cache_epyc2c_quick_apart.json", APART, (52, 62)),             # handoffs 177.0 and 170.5 ns
+])
+def test_a_recorded_run_names_where_its_threads_sat(name: str, placement: str, gbs: tuple[int, int]) -> None:
+    metric = dram_all(*recording(name))
+    assert metric.spread.placement == placement
+    assert gbs[0] <= metric.value <= gbs[1]
+
+
+def test_threads_that_moved_while_timed_make_the_figure_unstable() -> None:
+    """The first measurement's handoffs were 165.5 ns before and 47.9 after; its re-measurement
+    (kept in the recording) shared one L3 both times and stands."""
+    raw, host = recording("cache_epyc2c_quick_moved.json")
+    first = {k: v for k, v in raw.items() if k != stability.SECOND_RAW}
+    metrics = dict(cache.judge(first, host).metrics)
+    assert metrics["read_gbs.DRAM.all"].spread.placement == MOVED
+    found = stability.unstable(metrics, cache.PROBE.relations, cache.PROBE.spread_bound)
+    assert "moved between sharing a last-level cache" in found["read_gbs.DRAM.all"]
+    again = dict(cache.judge(raw[stability.SECOND_RAW], host).metrics)
+    assert again["read_gbs.DRAM.all"].spread.placement == SHARED_LLC
+    assert "read_gbs.DRAM.all" not in stability.unstable(again, cache.PROBE.relations, cache.PROBE.spread_bound)
+
+
+@pytest.mark.parametrize("handoffs,llc,placement", [
+    ([45.0, 47.0], 13.5, SHARED_LLC),
+    ([170.0, 165.0], 13.5, APART),
+    ([45.0, 170.0], 13.5, MOVED),
+    ([LLC_APART * 10.0, LLC_APART * 10.0 - 0.1], 10.0, MOVED),   # the boundary belongs to "apart"
+    ([110.0, 52.0], 35.0, SHARED_LLC),                          # one Xeon L3: slow handoffs, one cache
+    ([], 13.5, None),                                            # one CPU: no handoff timed
+    ([45.0, 47.0], None, None),                                  # no cache level measured
+])
+def test_placement_from_the_handoffs_against_the_runs_llc(handoffs: list[float], llc: float | None,
+                                                            placement: str | None) -> None:
+    assert threads_placement({"handoff_ns": handoffs}, llc) == placement
+
+
+def test_compare_does_not_judge_a_figure_between_two_placements() -> None:
+    base = Figure(33.0, "GB/s", (32.5, 33.0, 33.4, 32.8, 33.2), placement=SHARED_LLC)
+    new = Figure(55.0, "GB/s", (54.5, 55.0, 55.4, 54.8, 55.2), placement=APART)
+    assert compare.judge("cache:read_gbs.DRAM.all", new, base).kind == compare.OTHER_PLACEMENT
+    same = Figure(33.0, "GB/s", (32.5, 33.0, 33.4, 32.8, 33.2), placement=APART)
+    assert compare.judge("cache:read_gbs.DRAM.all", new, same).kind == "regression"
+    unknown = Figure(33.0, "GB/s", (32.5, 33.0, 33.4, 32.8, 33.2))   # a report from before the witness
+    assert compare.judge("cache:read_gbs.DRAM.all", new, unknown).kind == "regression"
+
+
+def test_two_recorded_runs_in_two_placements_compare_without_a_regression(tmp_path: Path) -> None:
+    """The 1.7x between the two recordings' all-thread reads is the host's placement, not a change."""
+    import subprocess
+    import sys
+
+    reports = []
+    for name in ("cache_epyc2c_quick_apart.json", "cache_epyc2c_quick_shared_llc.json"):
+        out = tmp_path / f"{name}.report.json"
+        done = subprocess.run([sys.executable, "-m", "perfprobe", "cache", "--replay", str(DATA / name),
+                               "--json", "-o", str(out)], capture_output=True, text=True, timeout=120)
+        assert done.returncode in (0, 1), done.stderr
+        reports.append(out)
+    done = subprocess.run([sys.executable, "-m", "perfprobe", "compare", *map(str, reports), "--json"],
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stdout + done.stderr
+    changes = {c["metric"]: c["kind"] for c in json.loads(done.stdout)["changes"]}
+    assert changes["cache:read_gbs.DRAM.all"] == compare.OTHER_PLACEMENT
