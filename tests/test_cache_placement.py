@@ -94,3 +94,49 @@ def test_two_recorded_runs_in_two_placements_compare_without_a_regression(tmp_pa
     assert done.returncode == 0, done.stdout + done.stderr
     changes = {c["metric"]: c["kind"] for c in json.loads(done.stdout)["changes"]}
     assert changes["cache:read_gbs.DRAM.all"] == compare.OTHER_PLACEMENT
+
+
+def _hosts_in_two_placements(shared_count: int = 3, apart_count: int = 3) -> list[dict[str, Any]]:
+    """Runs of the EPYC guest as hosts: some whose all-thread DRAM read shared one L3 (~34 GB/s)
+    and some whose threads sat apart (~60), each with ±3% of run-to-run noise."""
+    import fleet_reports as fr
+
+    shared = fr.replayed("cache_epyc2c_quick_shared_llc.json", ("cache",))
+    apart = fr.replayed("cache_epyc2c_quick_apart.json", ("cache",))
+    for report in (shared, apart):   # one hardware group: the two recordings' host facts as one
+        report["host"] = shared["host"]
+    return ([fr.as_host(shared, f"s{n}", seed=n) for n in range(shared_count)]
+            + [fr.as_host(apart, f"a{n}", seed=10 + n) for n in range(apart_count)])
+
+
+def test_fleet_judges_a_placed_figure_among_peers_placed_alike() -> None:
+    """Pooled, the two 'apart' hosts' 1.7x would be outliers of the seven; per placement, none is
+    (two hosts alike are too few to name one)."""
+    from perfprobe.fleet import peers
+    from perfprobe.fleet.reports import Loaded
+
+    hosts = _hosts_in_two_placements(5, 2)
+    fleet = peers.judge([Loaded(f"{r['host']['hostname']}.json", r) for r in hosts])
+    assert [o for o in fleet.groups[0].outliers if o.metric == "cache:read_gbs.DRAM.all"] == []
+
+
+def test_a_baseline_keeps_each_placement_and_judges_a_run_against_its_own(tmp_path: Path) -> None:
+    import fleet_reports as fr
+    from perfprobe.fleet import baseline, peers
+    from perfprobe.fleet.reports import Loaded
+    from perfprobe.system.untrusted import problem
+
+    hosts = _hosts_in_two_placements()
+    data = baseline.build(peers.judge([Loaded(f"{r['host']['hostname']}.json", r) for r in hosts]))
+    assert problem(json.loads(json.dumps(data)), "baseline") is None
+    metric = data["groups"][0]["metrics"]["cache:read_gbs.DRAM.all"]
+    assert set(metric["placements"]) == {SHARED_LLC, APART}
+    base = baseline.reference(data["groups"][0])["cache:read_gbs.DRAM.all"]
+    run = fr.as_host(fr.replayed("cache_epyc2c_quick_apart.json", ("cache",)), "new", seed=99, jitter=0.0)
+    new = compare.report_reference(run)["cache:read_gbs.DRAM.all"]
+    assert compare.judge("cache:read_gbs.DRAM.all", base, new).kind == "no significant change"
+    fr.set_metric(run, "cache", None, "read_gbs.DRAM.all", 0.75)   # a real loss, in its own placement
+    slower = compare.report_reference(run)["cache:read_gbs.DRAM.all"]
+    assert compare.judge("cache:read_gbs.DRAM.all", base, slower).kind == "regression"
+    only_shared = Figure(33.0, "GB/s", (33.0,) * 5, by_placement=((SHARED_LLC, Figure(33.0, "GB/s", (33.0,) * 5)),))
+    assert compare.judge("cache:read_gbs.DRAM.all", only_shared, new).kind == compare.OTHER_PLACEMENT

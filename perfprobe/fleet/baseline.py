@@ -38,24 +38,39 @@ def _group(group: Group) -> dict[str, Any]:
     pooled: dict[str, list[float]] = {}
     trials: dict[str, bool] = {}
     units: dict[str, str] = {}
+    placed: dict[str, dict[str, tuple[list[float], list[float]]]] = {}
     for host, report in group.reports.items():
         figures = report_reference(report)
         for key, (value, unit) in numeric_metrics(report).items():
             if (host, key) not in left_out:
+                samples = figures[key].samples if key in figures else ()
                 values.setdefault(key, []).append(value)
-                pooled.setdefault(key, []).extend(figures[key].samples if key in figures else ())
+                pooled.setdefault(key, []).extend(samples)
                 trials[key] = trials.get(key, True) and key in figures and figures[key].trials
                 units[key] = unit
+                where = figures[key].placement if key in figures else None
+                if where:
+                    vals, pool = placed.setdefault(key, {}).setdefault(where, ([], []))
+                    vals.append(value)
+                    pool.extend(samples)
     stats = {key: spread(vals) for key, vals in sorted(values.items())}
     return {
         "label": group.label, "signature": group.signature, "hosts": list(group.hosts),
-        "metrics": {key: {"median": s.median, "mad": s.mad, "n": s.n, "unit": units[key],
-                          "values": sorted(values[key]), "samples": thinned(sorted(pooled[key]), POOLED),
-                          **({"trials": True} if trials.get(key) else {})}
+        "metrics": {key: {**_pool(s, values[key], pooled[key]), "unit": units[key],
+                          **({"trials": True} if trials.get(key) else {}),
+                          **({"placements": {where: _pool(spread(vals), vals, pool)
+                                             for where, (vals, pool) in sorted(placed[key].items())}}
+                             if key in placed else {})}
                     for key, s in stats.items()},
         "facts": _majority([flat_facts(r.get("host") or {}) for r in group.reports.values()]),
         "verdicts": _majority([verdicts(r) for r in group.reports.values()]),
     }
+
+
+def _pool(s: Any, values: list[float], samples: list[float]) -> dict[str, Any]:
+    """A metric's median and MAD across the runs, their values and their repeats pooled."""
+    return {"median": s.median, "mad": s.mad, "n": s.n, "values": sorted(values),
+            "samples": thinned(sorted(samples), POOLED)}
 
 
 def _majority(rows: list[dict[str, str]]) -> dict[str, str]:
@@ -103,8 +118,14 @@ def group_for(data: Mapping[str, Any], host: Mapping[str, Any], source: str) -> 
 def reference(group: Mapping[str, Any]) -> dict[str, Figure]:
     """{metric: Figure} of one baseline group: the hosts' median, their repeats pooled as the
     samples a report is tested against (each host's value where no repeats were kept), and their
-    MAD across hosts as the spread."""
-    return {key: Figure(float(v["median"]), str(v.get("unit", "")),
-                        tuple(float(x) for x in v.get("samples") or v.get("values") or ()),
-                        float(v.get("mad") or 0.0), trials=v.get("trials") is True)
+    MAD across hosts as the spread; per placement as well where the runs recorded one."""
+    return {key: _figure(v, str(v.get("unit", "")), v.get("trials") is True,
+                         tuple((where, _figure(p, str(v.get("unit", "")), v.get("trials") is True, (), where))
+                               for where, p in sorted((v.get("placements") or {}).items())))
             for key, v in (group.get("metrics") or {}).items()}
+
+
+def _figure(v: Mapping[str, Any], unit: str, trials: bool, by_placement: tuple[tuple[str, Figure], ...],
+            placement: str | None = None) -> Figure:
+    return Figure(float(v["median"]), unit, tuple(float(x) for x in v.get("samples") or v.get("values") or ()),
+                  float(v.get("mad") or 0.0), trials=trials, placement=placement, by_placement=by_placement)

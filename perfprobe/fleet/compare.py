@@ -64,6 +64,16 @@ class Figure:
     """The samples are independent trials (stats.trials): the median is judged by its standard error."""
     placement: str | None = None
     """Where the figure's threads sat while timed (stats.placement): two placements are not compared."""
+    by_placement: tuple[tuple[str, "Figure"], ...] = ()
+    """A baseline's figure per placement its hosts' runs were timed in (baseline `placements`): a
+    run is judged against the runs whose threads sat as its own did."""
+
+    def at(self, placement: str | None) -> "Figure | None":
+        """This figure as a run timed at `placement` is judged against it: the baseline's figure
+        of that placement (None: the baseline has none), else the figure itself."""
+        if not placement or not self.by_placement:
+            return self
+        return dict(self.by_placement).get(placement)
 
 
 Reference = Mapping[str, Figure]
@@ -148,8 +158,14 @@ def compare(base: Reference, new: Reference, base_facts: Mapping[str, str], new_
 
 
 def judge(key: str, base: Figure, new: Figure, threshold: float = THRESHOLD, advice: str = "") -> Change:
-    """One figure: same, changed (no better direction), unstable, untested (too few samples), no
-    significant change, or a regression / improvement (significant and beyond the band)."""
+    """One figure: same, changed (no better direction), unstable, other placement, untested (too
+    few samples), no significant change, or a regression / improvement (significant and beyond the
+    band). Against a baseline kept per placement, the runs of the new figure's placement are the base."""
+    matched = base.at(new.placement)
+    if matched is None:  # the baseline's runs never sat as this one did
+        return Change(key, new.unit, base.value, new.value, new.value / base.value if base.value else None,
+                      0.0, OTHER_PLACEMENT, "", None, (len(base.samples), len(new.samples)))
+    base = matched
     b, n = base.value, new.value
     noise = math.sqrt(_side_noise(base) ** 2 + _side_noise(new) ** 2 + _relative(base.spread, b) ** 2)
     band = max(threshold, SPREADS * MAD_TO_SIGMA * noise)
