@@ -140,3 +140,23 @@ def test_a_baseline_keeps_each_placement_and_judges_a_run_against_its_own(tmp_pa
     assert compare.judge("cache:read_gbs.DRAM.all", base, slower).kind == "regression"
     only_shared = Figure(33.0, "GB/s", (33.0,) * 5, by_placement=((SHARED_LLC, Figure(33.0, "GB/s", (33.0,) * 5)),))
     assert compare.judge("cache:read_gbs.DRAM.all", only_shared, new).kind == compare.OTHER_PLACEMENT
+
+
+def _placed(value: float, placement: str | None) -> Any:
+    from perfprobe.engine.model import Metric, Spread
+
+    return Metric(value, "GB/s", Spread(5, value, value, value, 0.0, 0.0, (value,) * 5, placement=placement))
+
+
+@pytest.mark.parametrize("subject,top,broken", [
+    (SHARED_LLC, SHARED_LLC, True),     # the same work in one placement: 33 against 55 is broken
+    (SHARED_LLC, APART, False),         # two placements: not the same work
+    (APART, MOVED, False),
+    (None, APART, True),                # a recording from before the witness: judged as before
+])
+def test_the_all_thread_read_agrees_with_the_sweep_only_in_one_placement(subject: str | None, top: str,
+                                                                          broken: bool) -> None:
+    relation = next(r for r in cache.RELATIONS if isinstance(r, stability.AgreesWithTopCount))
+    metrics = {"read_gbs.DRAM.all": _placed(33.0, subject), "dram_read_gbs.t1": _placed(28.0, None),
+               "dram_read_gbs.t2": _placed(55.0, top)}
+    assert bool(relation.broken(metrics)) is broken

@@ -98,7 +98,9 @@ class AgreesWithTopCount:
     ways (factor <= subject / reference <= 1 / factor): the same work timed twice in one run cannot
     differ by more than noise (all threads reading DRAM, and the thread sweep at its largest count,
     each over arrays of its own). Under other work that competes all along both read
-    low, and agree. `why` holds `{}` for "slower" or "faster". The subject is named.
+    low, and agree. `why` holds `{}` for "slower" or "faster". The subject is named. Where both
+    record where their threads sat (Spread.placement) and it differs, or either moved, they timed
+    two placements, not the same work, and the relation does not apply.
 
     Where the reference breaks `plausible` (the sweep's threads read faster than that many single
     threads: their shares sat in caches), the subject is named too, with `cached_why`: the run's
@@ -121,6 +123,8 @@ class AgreesWithTopCount:
         if not counts or subject is None:
             return []
         top = f"{self.prefix}{max(count for _, count in counts)}"
+        if _placed_otherwise(metrics.get(self.subject), metrics.get(top)):
+            return []  # the two timed two placements of their threads: not the same work
         implausible = dict(self.plausible.broken(metrics)) if self.plausible else {}
         if top in implausible:
             return [(self.subject, f"{self.cached_why}: {implausible[top]}")]
@@ -264,6 +268,12 @@ def _held_if_unstable(finding: Finding, found: Mapping[str, str],
     patterns = [p for key in finding.confirm for p in rests_on.get(key, ("*",))] if rests_on else ["*"]
     under = sorted(name for name in found if any(fnmatchcase(name, p) for p in patterns))
     return held_back(finding, f"{UNSTABLE_FIGURES}: {', '.join(under)}") if under else finding
+
+
+def _placed_otherwise(a: Metric | None, b: Metric | None) -> bool:
+    """Whether two figures recorded where their threads sat and it differs (or either moved)."""
+    where = [m.spread.placement if m is not None and m.spread is not None else None for m in (a, b)]
+    return None not in where and (where[0] != where[1] or MOVED in where)
 
 
 def _counted(metrics: Mapping[str, Metric], head: str, tail: str = "") -> list[tuple[str, int]]:

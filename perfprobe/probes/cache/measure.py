@@ -328,7 +328,11 @@ def _sweep(ctx: ProbeContext, k: ModuleType, plan: Plan, timing: m.Timing,
         for kind in kinds:
             out[kind] = []
             for n, total in zip(counts, together):
+                top_read = kind == KINDS[0] and n == counts[-1] and n > 1
+                before = m.handoff_ns(place.sweep_cpus(n)) if top_read else None
                 out[kind].append(m.placed_rate(k, kind, total, place.sweep_cpus(n), timing))
+                if before is not None:  # where its threads sat, as the all-thread read records it
+                    out[kind][-1]["handoff_ns"] = [before, m.handoff_ns(place.sweep_cpus(n))]
                 task.advance()
     return out
 

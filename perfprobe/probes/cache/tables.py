@@ -74,9 +74,11 @@ def metrics(fig: CacheFigures) -> dict[str, Metric]:
 def sweep_metrics(fig: CacheFigures) -> dict[str, Metric]:
     """`dram_read_gbs.t<N>`, `dram_triad_gbs.t<N>` and `cores_to_saturate_dram`."""
     out: dict[str, Metric] = {}
+    llc_ns = llc_latency_ns(fig.levels)
     for kind in KINDS:
         for n, stat in sweep_timed(fig.raw, kind):
-            out[f"dram_{kind}.t{n}"] = stats.metric(stat, "GB/s")
+            placement = threads_placement(stat, llc_ns)
+            out[f"dram_{kind}.t{n}"] = stats.metric({**stat, "placement": placement}, "GB/s")
     cores = cores_to_saturate(fig.raw)
     if cores is not None:
         out["cores_to_saturate_dram"] = Metric(cores, "cores")
