@@ -18,7 +18,7 @@ import importlib.util
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from fnmatch import fnmatchcase
-from typing import Any, Callable, Mapping, Protocol
+from typing import Any, Callable, Iterable, Mapping, Protocol
 
 from perfprobe.engine.config import RunConfig
 from perfprobe.engine.model import Assessment
@@ -154,6 +154,25 @@ class Probe:
     rests_on: Mapping[str, tuple[str, ...]] | None = None
     """Confirm key -> the metric patterns a warn with that key rests on: an unstable figure holds
     back only the warns that rest on it (stability.marked); None holds back every timing warn."""
+    remeasures: Mapping[str, tuple[str, ...]] | None = None
+    """Re-measure key -> the metric patterns its `remeasure(ctx, raw, (key,))` times again (and the
+    witnesses they stand on): where every unstable figure of a run is among them, the runner
+    re-measures those keys only, not the whole probe (runner._stable). None: the whole probe."""
+
+    def remeasure_keys(self, figures: Iterable[str]) -> tuple[str, ...] | None:
+        """The fewest `remeasures` keys, in their order, that time every one of `figures` again;
+        None where one of them is in none (then the whole probe is measured again)."""
+        if not self.remeasures:
+            return None
+        keys: list[str] = []
+        for figure in figures:
+            covering = [key for key, patterns in self.remeasures.items()
+                        if any(fnmatchcase(figure, p) for p in patterns)]
+            if not covering:
+                return None
+            if not set(covering) & set(keys):
+                keys.append(covering[0])
+        return tuple(key for key in self.remeasures if key in keys)
 
     @property
     def needs_gpu(self) -> bool:

@@ -217,18 +217,21 @@ def _judged(probe: Probe, ctx: ProbeContext, raw: dict[str, Any], replaying: boo
 def _stable(probe: Probe, ctx: ProbeContext, raw: dict[str, Any], first: Assessment,
             replaying: bool, stages: StageClock) -> Assessment:
     """Figures whose repeats disagree or that break a relation (stability.py): the probe is measured
-    once more (kept in raw[stability.SECOND_RAW], so a replay judges the same), the measurement with
-    fewer unstable figures stands, and what is unstable in it is marked and judged by nobody. A
-    second measurement that fails leaves the first, marked."""
+    once more (kept in raw[stability.SECOND_RAW], so a replay judges the same) — only what times
+    them where its `remeasures` cover them all, the rest of the first measurement kept, else the
+    whole probe. The measurement with fewer unstable figures stands, and what is unstable in it is
+    marked and judged by nobody. A second measurement that fails leaves the first, marked."""
     found = stability.unstable(first.metrics, probe.relations, probe.spread_bound)
     if not found:
         return first
     mark = functools.partial(stability.marked, rests_on=probe.rests_on)
     second_raw = raw.get(stability.SECOND_RAW)
     if second_raw is None and not replaying:
+        keys = probe.remeasure_keys(found)
         try:
             with stages.stage("remeasure"):
-                second_raw = _measure(probe, ctx)
+                second_raw = (_remeasure(probe, ctx, raw, keys) if keys is not None else None) \
+                    or _measure(probe, ctx)
         except KeyboardInterrupt:
             raise
         except Exception:  # noqa: BLE001 - the first measurement stands, its unstable figures marked
