@@ -160,3 +160,24 @@ def test_the_all_thread_read_agrees_with_the_sweep_only_in_one_placement(subject
     metrics = {"read_gbs.DRAM.all": _placed(33.0, subject), "dram_read_gbs.t1": _placed(28.0, None),
                "dram_read_gbs.t2": _placed(55.0, top)}
     assert bool(relation.broken(metrics)) is broken
+
+
+def test_a_moved_figure_against_a_placed_baseline_is_unstable_not_other_placement() -> None:
+    moved = Figure(40.0, "GB/s", (40.0,) * 5, unstable="the threads moved", placement=MOVED)
+    base = Figure(33.0, "GB/s", (33.0,) * 5, by_placement=((SHARED_LLC, Figure(33.0, "GB/s", (33.0,) * 5)),))
+    assert compare.judge("cache:read_gbs.DRAM.all", base, moved).kind == "unstable"
+
+
+def test_a_placement_seen_in_fewer_than_three_runs_is_not_kept_in_a_baseline() -> None:
+    """One or two runs at a placement are too few to say what is normal there: a run at it is then
+    'other placement' against the baseline, never judged against one possibly odd run."""
+    from perfprobe.fleet import baseline, peers
+    from perfprobe.fleet.reports import Loaded
+
+    hosts = _hosts_in_two_placements(4, 2)
+    data = baseline.build(peers.judge([Loaded(f"{r['host']['hostname']}.json", r) for r in hosts]))
+    metric = data["groups"][0]["metrics"]["cache:read_gbs.DRAM.all"]
+    assert set(metric["placements"]) == {SHARED_LLC}
+    base = baseline.reference(data["groups"][0])["cache:read_gbs.DRAM.all"]
+    apart = compare.report_reference(hosts[-1])["cache:read_gbs.DRAM.all"]
+    assert compare.judge("cache:read_gbs.DRAM.all", base, apart).kind == compare.OTHER_PLACEMENT

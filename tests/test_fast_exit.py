@@ -55,3 +55,18 @@ def test_under_a_profiler_the_exit_is_the_normal_one(tmp_path) -> None:  # type:
     done = subprocess.run([sys.executable, "-m", "cProfile", "-o", str(out), "-m", "perfprobe", "--version"],
                           capture_output=True, text=True, timeout=60)
     assert done.returncode == 0 and out.exists()
+
+
+def test_atexit_output_is_flushed_and_a_missing_stdout_is_no_error() -> None:
+    """The handlers run first, as at a normal exit, so what they print is flushed; a process
+    started without a stdout (sys.stdout None) still leaves with its code."""
+    done = _python("import atexit, sys\n"
+                   "atexit.register(lambda: sys.stdout.write('from atexit\\n'))\n"
+                   "from perfprobe.system.fast_exit import leave\n"
+                   "leave(4)\n")
+    assert done.returncode == 4 and done.stdout == "from atexit\n"
+    closed = subprocess.run([sys.executable, "-c", "import sys; sys.stdout = None\n"
+                             "from perfprobe.system.fast_exit import leave; leave(5)"],
+                            capture_output=True, text=True, timeout=60)
+    assert closed.returncode == 5 and "Traceback" not in closed.stderr
+

@@ -47,3 +47,32 @@ def test_an_error_leaves_only_after_every_share_ended() -> None:
         with pytest.raises(ValueError):
             over_shares(pool, 4, 400, work)
         assert len(ended) == 3
+
+
+def test_an_interrupt_in_the_caller_waits_for_the_running_shares(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Ctrl-C while the caller waits: it leaves only after the running shares ended (the buffers
+    they write are freed next), and shares not yet begun never begin."""
+    import perfprobe.kernels.host_shares as hs
+
+    ended: list[int] = []
+    real_wait = hs.wait
+    calls = {"n": 0}
+
+    def interrupted_once(futures):  # type: ignore[no-untyped-def]
+        calls["n"] += 1
+        if calls["n"] == 1:
+            raise KeyboardInterrupt
+        return real_wait(futures)
+
+    monkeypatch.setattr(hs, "wait", interrupted_once)
+
+    def work(lo: int, hi: int) -> None:
+        time.sleep(0.05)
+        ended.append(lo)
+
+    with host_pool(2, "test") as pool:
+        with pytest.raises(KeyboardInterrupt):
+            over_shares(pool, 6, 600, work)
+        running_or_done = len(ended)
+        time.sleep(0.2)
+        assert len(ended) == running_or_done   # nothing still writing after the interrupt left

@@ -85,3 +85,29 @@ def test_the_l1_witness_breaks_only_figures_the_core_key_times_again() -> None:
     speed re-measures its core's caches, not DRAM."""
     witness = next(r for r in cache.RELATIONS if isinstance(r, stability.StandsWhile) and r.witness == "l1_held")
     assert cache.PROBE.remeasure_keys(witness.patterns) == ("core",)
+
+
+def test_core_and_bandwidth_together_keep_what_each_timed_again(monkeypatch: Any) -> None:
+    """A run with an unstable L1 figure and an unstable DRAM read re-measures both keys: the DRAM
+    step must not put the first measurement's L1/L2 bandwidth back over the fresh one."""
+    import contextlib
+    import json
+    from pathlib import Path
+
+    from perfprobe.probes.cache import measure
+
+    data = json.loads((Path(__file__).parent / "data" / "cache_epyc2c_quick_shared_llc.json").read_text())
+    raw, host = data["raw"]["cache"], data["host"]
+    monkeypatch.setattr(measure, "core_figures", lambda ctx, k, plan, timing, huge, held, cpus: {
+        "curve": {**held["curve"], "fresh": True},
+        "bandwidth": {**held["bandwidth"], "L1": "fresh L1", "L2": "fresh L2"}})
+    monkeypatch.setattr(measure.tr, "held_buffers", lambda *a, **k: contextlib.nullcontext([]))
+    monkeypatch.setattr(measure.tr, "read_trials", lambda *a, **k: "fresh DRAM read")
+    monkeypatch.setattr(measure.m, "triad_rates", lambda *a, **k: "fresh DRAM triad")
+    monkeypatch.setattr(measure.m, "read_rates", lambda *a, **k: "fresh DRAM read")
+    monkeypatch.setattr(measure, "first_toucher", lambda *a, **k: None)
+    ctx = ProbeContext(config=RunConfig(quick=True), host=host, progress=null_progress)
+    out = measure.remeasure(ctx, raw, ("core", "bandwidth"))
+    assert out["curve"]["fresh"] is True
+    assert out["bandwidth"]["L1"] == "fresh L1" and out["bandwidth"]["L2"] == "fresh L2"
+    assert out["bandwidth"]["DRAM"] == {"read_gbs": "fresh DRAM read", "triad_gbs": "fresh DRAM triad"}

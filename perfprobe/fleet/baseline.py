@@ -14,7 +14,7 @@ from perfprobe import __version__
 from perfprobe.errors import UsageError
 from perfprobe.fleet.compare import Figure, report_reference
 from perfprobe.fleet.facts import flat_facts
-from perfprobe.fleet.outliers import spread
+from perfprobe.fleet.outliers import MIN_HOSTS, spread
 from perfprobe.fleet.peers import Fleet, Group
 from perfprobe.fleet.reports import BASELINE_KEY as KEY
 from perfprobe.fleet.reports import BASELINE_VERSION, numeric_metrics, probe_of, verdicts
@@ -59,7 +59,8 @@ def _group(group: Group) -> dict[str, Any]:
         "metrics": {key: {**_pool(s, values[key], pooled[key]), "unit": units[key],
                           **({"trials": True} if trials.get(key) else {}),
                           **({"placements": {where: _pool(spread(vals), vals, pool)
-                                             for where, (vals, pool) in sorted(placed[key].items())}}
+                                             for where, (vals, pool) in sorted(placed[key].items())
+                                             if len(vals) >= MIN_HOSTS}}
                              if key in placed else {})}
                     for key, s in stats.items()},
         "facts": _majority([flat_facts(r.get("host") or {}) for r in group.reports.values()]),

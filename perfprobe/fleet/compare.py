@@ -162,10 +162,10 @@ def judge(key: str, base: Figure, new: Figure, threshold: float = THRESHOLD, adv
     few samples), no significant change, or a regression / improvement (significant and beyond the
     band). Against a baseline kept per placement, the runs of the new figure's placement are the base."""
     matched = base.at(new.placement)
-    if matched is None:  # the baseline's runs never sat as this one did
+    if matched is None and not new.unstable:  # the baseline's runs never sat as this one did
         return Change(key, new.unit, base.value, new.value, new.value / base.value if base.value else None,
                       0.0, OTHER_PLACEMENT, "", None, (len(base.samples), len(new.samples)))
-    base = matched
+    base = matched or base
     b, n = base.value, new.value
     noise = math.sqrt(_side_noise(base) ** 2 + _side_noise(new) ** 2 + _relative(base.spread, b) ** 2)
     band = max(threshold, SPREADS * MAD_TO_SIGMA * noise)

@@ -5,7 +5,9 @@ one thread that was 2.7 s of a warm `uvm --quick` (54 fills of 256 MiB; for mana
 is the pages' migration back to the host) and 0.8 s of `streams --quick` (poisoning and comparing its
 outputs) on the H100 host (docs/benchmarks.md). numpy releases the GIL inside its loops and fills, so
 Python threads run the shares at once. The pool's threads inherit the CPUs of the thread that starts
-them, the process's (`--bind` included), so first-touched pages land where one thread put them.
+them, the process's: under `--bind` the pages they first touch land on the bound node, as one
+thread's did; without it, on a host of several nodes, they spread over the nodes the threads ran
+on, as the readers that sum them (uvm's host_sum_parallel) do.
 """
 
 from __future__ import annotations
@@ -31,12 +33,19 @@ def over_shares(workers: Executor | None, count: int, n: int, work: Callable[[in
                 unit: int = 1) -> list[T]:
     """work(lo, hi) for each share, on `workers` (inline without one); the results in order.
 
-    Every share has ended before an error leaves, so the caller may free the array right after."""
+    Every share has ended (or was cancelled before it began) before an error leaves, a Ctrl-C
+    included, so the caller may free the array right after."""
     bounds = share_bounds(n, count if workers is not None else 1, unit)
     if workers is None or len(bounds) == 1:
         return [work(lo, hi) for lo, hi in bounds]
     futures = [workers.submit(work, lo, hi) for lo, hi in bounds]
-    wait(futures)
+    try:
+        wait(futures)
+    except BaseException:  # Ctrl-C in this thread: the shares still running end before it leaves
+        for future in futures:
+            future.cancel()
+        wait(futures)
+        raise
     return [future.result() for future in futures]
 
 

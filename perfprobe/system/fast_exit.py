@@ -34,10 +34,12 @@ def leave(code: int) -> NoReturn:
     program returns, which os._exit would skip."""
     if sys.getprofile() is not None or sys.gettrace() is not None:
         raise SystemExit(code)
+    atexit._run_exitfuncs()  # first, as the interpreter does: what a handler prints is flushed below
     for stream in (sys.stdout, sys.stderr):
+        if stream is None:  # started without that descriptor
+            continue
         try:
             stream.flush()
         except (OSError, ValueError):  # a reader gone (`| head`) or a closed stream: nothing to keep
             pass
-    atexit._run_exitfuncs()
     os._exit(code)

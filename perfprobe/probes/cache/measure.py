@@ -412,7 +412,7 @@ def remeasure(ctx: ProbeContext, raw: dict[str, Any], keys: tuple[str, ...]) -> 
         out["coherency"] = coherency_edge(usable_cpus(ctx.host))
     if "core" in keys:
         with kp.pinned_pool():
-            out.update(core_figures(ctx, k, plan, key, huge, raw, place.cpus))
+            out.update(core_figures(ctx, k, plan, key, huge, out, place.cpus))  # after dram_latency's
     if "bandwidth" in keys and "DRAM" in (raw.get("bandwidth") or {}):
         one = plan.max_bytes
         each = threads_dram_bytes(plan, len(place.cpus), one) // len(place.cpus)
@@ -425,7 +425,7 @@ def remeasure(ctx: ProbeContext, raw: dict[str, Any], keys: tuple[str, ...]) -> 
                     del held
             else:
                 read = m.read_rates(k, one, each, place.cpus, key)
-            out["bandwidth"] = {**raw["bandwidth"], "DRAM": {
+            out["bandwidth"] = {**out["bandwidth"], "DRAM": {
                 "read_gbs": read, "triad_gbs": m.triad_rates(k, one, each, place.cpus, timing)}}
     return out
 
@@ -434,8 +434,8 @@ def core_figures(ctx: ProbeContext, k: ModuleType, plan: Plan, timing: m.Timing,
                  raw: dict[str, Any], cpus: Sequence[int]) -> dict[str, Any]:
     """A re-measurement of what times a core's own caches (`CORE_PRIVATE_FIGURES` and the `l1_held`
     witness): the curve's points up to the L2 set (plan.l2_bytes, else the reported L2) timed
-    again, and read and triad inside L1 and L2; `curve` and `bandwidth` of `raw` with those
-    replaced. Why not the whole probe: on the EPYC guest (12-07 02:45 UTC) the L1 witness broke in 3
+    again, and read and triad inside L1 and L2; `curve` and `bandwidth` of `raw` (what the
+    re-measurement holds so far) with those replaced. Why not the whole probe: on the EPYC guest (12-07 02:45 UTC) the L1 witness broke in 3
     of 8 quick runs, and each re-measured everything for 2.7 s, most of it DRAM."""
     curve = raw["curve"]
     sizes = list(curve["sizes_bytes"])

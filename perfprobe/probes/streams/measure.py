@@ -21,7 +21,8 @@ from perfprobe.pure.stats import summarize
 from perfprobe.system.budget import gpu_memory_budget, host_memory_budget
 
 BLOCK = 1 << 24
-"""Elements per numpy call on the host buffers (64 MiB of float32): bounds each call's temporaries."""
+"""Elements per numpy call on the host buffers (64 MiB of float32), split among the host threads:
+bounds the temporaries of the checks (the plan sizes the buffers for 5 host copies, not more)."""
 SHARE_UNIT = 1 << 10
 """Host threads' shares of the buffers are whole multiples of this many elements (4 KiB)."""
 MIN_GATE_S = 0.0005
@@ -85,10 +86,9 @@ def _host_buffers(buffers: tk.Allocations, elements: int, workers: Executor) -> 
     bounds = share_bounds(elements, usable_cpus(), SHARE_UNIT)
     generators = dict(zip((lo for lo, _ in bounds), np.random.default_rng().spawn(len(bounds))))
 
-    def draw(lo: int, hi: int) -> None:
-        for start in range(lo, hi, BLOCK):
-            end = min(hi, start + BLOCK)
-            x[start:end] = generators[lo].random(end - start, dtype=np.float32) * np.float32(2)
+    def draw(lo: int, hi: int) -> None:  # in place: no temporaries beside the buffers
+        generators[lo].random(dtype=np.float32, out=x[lo:hi])
+        x[lo:hi] *= np.float32(2)
         page_in[lo:hi] = x[lo:hi]
 
     over_shares(workers, len(bounds), elements, draw, SHARE_UNIT)
@@ -171,10 +171,12 @@ def _check_reference(host: dict[str, Any], iters: int) -> Callable[[], dict[str,
     """Check the output against the closed-form reference, block by block; NaN (unwritten) fails."""
     tol, x, out = sk.tolerance(iters), host["x"], host["out"]
 
+    step = max(SHARE_UNIT, BLOCK // usable_cpus())  # the threads' temporaries together: about BLOCK's
+
     def share(lo: int, hi: int) -> tuple[int, float]:
         bad, worst = 0, 0.0
-        for start in range(lo, hi, BLOCK):
-            end = min(hi, start + BLOCK)
+        for start in range(lo, hi, step):
+            end = min(hi, start + step)
             err = np.abs(out[start:end] - sk.reference(x[start:end], iters))
             bad += int(np.count_nonzero(~(err <= tol)))
             worst = max(worst, float(np.nanmax(err)) if np.isfinite(err).any() else float("inf"))
@@ -191,10 +193,15 @@ def _check_same(host: dict[str, Any], key: str) -> Callable[[], dict[str, Any]]:
     """Bit-for-bit against the serial run's (reference-checked) output."""
     got, want = host[key].view(np.uint32), host["serial"].view(np.uint32)
 
+    step = max(SHARE_UNIT, BLOCK // usable_cpus())  # the threads' temporaries together: about BLOCK's
+
     def share(lo: int, hi: int) -> int:
-        if np.array_equal(got[lo:hi], want[lo:hi]):
-            return 0
-        return int(np.count_nonzero(got[lo:hi] != want[lo:hi]))
+        bad = 0
+        for start in range(lo, hi, step):
+            end = min(hi, start + step)
+            if not np.array_equal(got[start:end], want[start:end]):
+                bad += int(np.count_nonzero(got[start:end] != want[start:end]))
+        return bad
 
     def check() -> dict[str, Any]:
         bad = sum(_on_shares(host, share))
