@@ -52,7 +52,8 @@ def test_the_checks_count_every_bad_element_across_the_host_threads_shares() -> 
     elements, iters = 64 * measure.SHARE_UNIT, 7
     x = np.random.default_rng(1).random(elements, dtype=np.float32)
     with host_pool(4, "test") as workers:
-        host = {"x": x, "out": reference(x, iters), "serial": reference(x, iters), "workers": workers}
+        host = {"x": x, "out": reference(x, iters), "serial": reference(x, iters), "workers": workers,
+                "threads": 4}
         assert measure._check_reference(host, iters)()["verified"]
         assert measure._check_same(host, "out")()["verified"]
         wrong = [0, elements // 3, elements // 2 + 5, elements - 1]

@@ -156,7 +156,7 @@ def _spread(stats: Any) -> Spread | None:
         raise TypeError(f"stats is {type(stats).__name__}, not an object")
     if any(stats.get(key) is None for key in ("n", "median", "min", "max")):
         return None
-    from perfprobe.engine.model import Spread
+    from perfprobe.engine.model import Spread, placement_of
 
     def optional(key: str) -> float | None:
         value = stats.get(key)
@@ -166,7 +166,7 @@ def _spread(stats: Any) -> Spread | None:
                   max=float(stats["max"]), mad=optional("mad"), iqr=optional("iqr"),
                   samples=tuple(float(v) for v in stats.get("samples") or ()),
                   trials=stats.get("trials") is True,
-                  placement=str(stats["placement"]) if stats.get("placement") else None)
+                  placement=placement_of(stats))
 
 
 def _replay(path: Path, raw: Mapping[str, Any]) -> Report:

@@ -48,6 +48,12 @@ SHARED_LLC, APART, MOVED = "shared LLC", "apart", "moved"
 """Spread.placement: the threads shared a last-level cache, sat on two, or moved between the two."""
 
 
+def placement_of(stats: Mapping[str, Any]) -> str | None:
+    """Spread.placement from a figure's statistics (a summary, a report's `stats`), None without."""
+    value = stats.get("placement")
+    return value if isinstance(value, str) and value else None
+
+
 @dataclass(frozen=True)
 class Spread:
     """The repeats behind one timed figure: how many, their median, extremes and robust spread

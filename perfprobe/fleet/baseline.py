@@ -120,13 +120,16 @@ def reference(group: Mapping[str, Any]) -> dict[str, Figure]:
     """{metric: Figure} of one baseline group: the hosts' median, their repeats pooled as the
     samples a report is tested against (each host's value where no repeats were kept), and their
     MAD across hosts as the spread; per placement as well where the runs recorded one."""
-    return {key: _figure(v, str(v.get("unit", "")), v.get("trials") is True,
-                         tuple((where, _figure(p, str(v.get("unit", "")), v.get("trials") is True, (), where))
-                               for where, p in sorted((v.get("placements") or {}).items())))
-            for key, v in (group.get("metrics") or {}).items()}
+    out: dict[str, Figure] = {}
+    for key, v in (group.get("metrics") or {}).items():
+        unit, trials = str(v.get("unit", "")), v.get("trials") is True
+        placed = tuple((where, _figure(p, unit, trials, placement=where))
+                       for where, p in sorted((v.get("placements") or {}).items()))
+        out[key] = _figure(v, unit, trials, by_placement=placed)
+    return out
 
 
-def _figure(v: Mapping[str, Any], unit: str, trials: bool, by_placement: tuple[tuple[str, Figure], ...],
-            placement: str | None = None) -> Figure:
+def _figure(v: Mapping[str, Any], unit: str, trials: bool, placement: str | None = None,
+            by_placement: tuple[tuple[str, Figure], ...] = ()) -> Figure:
     return Figure(float(v["median"]), unit, tuple(float(x) for x in v.get("samples") or v.get("values") or ()),
                   float(v.get("mad") or 0.0), trials=trials, placement=placement, by_placement=by_placement)

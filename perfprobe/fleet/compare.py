@@ -28,6 +28,7 @@ import statistics
 from dataclasses import dataclass, field, replace
 from typing import Any, Mapping, Sequence
 
+from perfprobe.engine.model import placement_of
 from perfprobe.fleet import metrics as m
 from perfprobe.fleet.facts import differing
 
@@ -69,11 +70,13 @@ class Figure:
     run is judged against the runs whose threads sat as its own did."""
 
     def at(self, placement: str | None) -> "Figure | None":
-        """This figure as a run timed at `placement` is judged against it: the baseline's figure
-        of that placement (None: the baseline has none), else the figure itself."""
-        if not placement or not self.by_placement:
-            return self
-        return dict(self.by_placement).get(placement)
+        """This figure as a run timed at `placement` is judged against it: a baseline's figure of
+        that placement, else the figure itself; None where its runs' threads sat otherwise."""
+        if placement and self.by_placement:
+            return dict(self.by_placement).get(placement)
+        if placement and self.placement and placement != self.placement:
+            return None
+        return self
 
 
 Reference = Mapping[str, Figure]
@@ -130,7 +133,7 @@ def report_reference(report: Mapping[str, Any]) -> dict[str, Figure]:
                 out[f"{result_key(result)}:{name}"] = Figure(float(value), str(metric.get("unit", "")), samples,
                                                              unstable=str(unstable) if unstable else None,
                                                              trials=stats.get("trials") is True,
-                                                             placement=_placement(stats))
+                                                             placement=placement_of(stats))
     return out
 
 
@@ -162,9 +165,6 @@ def judge(key: str, base: Figure, new: Figure, threshold: float = THRESHOLD, adv
     few samples), no significant change, or a regression / improvement (significant and beyond the
     band). Against a baseline kept per placement, the runs of the new figure's placement are the base."""
     matched = base.at(new.placement)
-    if matched is None and not new.unstable:  # the baseline's runs never sat as this one did
-        return Change(key, new.unit, base.value, new.value, new.value / base.value if base.value else None,
-                      0.0, OTHER_PLACEMENT, "", None, (len(base.samples), len(new.samples)))
     base = matched or base
     b, n = base.value, new.value
     noise = math.sqrt(_side_noise(base) ** 2 + _side_noise(new) ** 2 + _relative(base.spread, b) ** 2)
@@ -175,7 +175,7 @@ def judge(key: str, base: Figure, new: Figure, threshold: float = THRESHOLD, adv
     direction = m.better(key, new.unit)
     if base.unstable or new.unstable:
         kind = "unstable"
-    elif base.placement and new.placement and base.placement != new.placement:
+    elif matched is None:
         kind = OTHER_PLACEMENT
     elif n == b:
         kind = "same"
@@ -199,11 +199,6 @@ OTHER_PLACEMENT = "other placement"
 gave the runs different hardware, which no change of the figure's own says anything about. On the
 2-vCPU EPYC guest the all-thread DRAM read moved 1.7x with that placement between runs, every
 run's repeats agreeing (docs/results/compare-stability.md, 12-07)."""
-
-
-def _placement(stats: Mapping[str, Any]) -> str | None:
-    value = stats.get("placement")
-    return str(value) if isinstance(value, str) and value else None
 
 
 def load_significance_test() -> None:

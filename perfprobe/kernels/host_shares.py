@@ -12,7 +12,6 @@ on, as the readers that sum them (uvm's host_sum_parallel) do.
 
 from __future__ import annotations
 
-import os
 from concurrent.futures import Executor, ThreadPoolExecutor, wait
 from contextlib import contextmanager
 from typing import Callable, Iterator, TypeVar
@@ -47,11 +46,6 @@ def over_shares(workers: Executor | None, count: int, n: int, work: Callable[[in
         wait(futures)
         raise
     return [future.result() for future in futures]
-
-
-def usable_cpus() -> int:
-    """The CPUs this process may run on."""
-    return len(os.sched_getaffinity(0))
 
 
 @contextmanager

@@ -11,7 +11,7 @@ from __future__ import annotations
 import statistics
 from typing import Any, Callable, Literal, Mapping, Sequence, TypedDict
 
-from perfprobe.engine.model import Metric, Spread
+from perfprobe.engine.model import Metric, Spread, placement_of
 
 MAX_SAMPLES = 64
 """Samples kept per figure. Beyond it (one latency per message, say) `samples` holds MAX_SAMPLES
@@ -81,7 +81,7 @@ def spread_of(summary: Mapping[str, Any], scale: float = 1.0) -> Spread | None:
                   mad=None if mad is None else abs(float(mad) * scale),
                   iqr=None if iqr is None else abs(float(iqr) * scale), samples=samples,
                   trials=summary.get("trials") is True,
-                  placement=str(summary["placement"]) if summary.get("placement") else None)
+                  placement=placement_of(summary))
 
 
 def rate_stat(time: Mapping[str, Any], rate: Callable[[float], float], median: float) -> Stat:

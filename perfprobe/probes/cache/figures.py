@@ -391,4 +391,3 @@ def threads_placement(stat: Mapping[str, Any], llc_ns: float | None) -> str | No
     if len(apart) > 1:
         return MOVED
     return APART if apart.pop() else SHARED_LLC
-

@@ -328,27 +328,28 @@ def _sweep(ctx: ProbeContext, k: ModuleType, plan: Plan, timing: m.Timing,
         for kind in kinds:
             out[kind] = []
             for n, total in zip(counts, together):
-                top_read = kind == KINDS[0] and n == counts[-1] and n > 1
-                before = m.handoff_ns(place.sweep_cpus(n)) if top_read else None
-                out[kind].append(m.placed_rate(k, kind, total, place.sweep_cpus(n), timing))
-                if before is not None:  # where its threads sat, as the all-thread read records it
-                    out[kind][-1]["handoff_ns"] = [before, m.handoff_ns(place.sweep_cpus(n))]
+                cpus = place.sweep_cpus(n)
+                run = partial(m.placed_rate, k, kind, total, cpus, timing)
+                top_read = kind == KINDS[0] and n == counts[-1]  # placed, as the all-thread read is
+                out[kind].append(m.with_handoffs(cpus, run) if top_read else run())
                 task.advance()
     return out
 
 
 def _bandwidth(ctx: ProbeContext, k: ModuleType, plan: Plan, curve: dict[str, Any],
                cpus: Sequence[int], dram_read: dict[str, Any] | None = None,
-               parts: _Parts | None = None) -> dict[str, Any]:
+               parts: _Parts | None = None, only: Sequence[str] | None = None) -> dict[str, Any]:
     """Read and triad GB/s inside each measured level and in DRAM, 1 thread and all threads
     (one a physical core, `cpus`); DRAM read, a key figure, is `dram_read` (measured over trial
     buffers, trials.read_trials) where given, else timed as a key figure (`_timing`). With `parts`,
-    a level's kind no judged figure comes from is left out ("read_gbs L1")."""
+    a level's kind no judged figure comes from is left out ("read_gbs L1"); with `only`, the
+    levels not named are."""
     ns = [p["median"] for p in curve["latency_ns"]]
     levels = read_levels(curve["sizes_bytes"], ns, plan.min_points,
                          reaches_dram(plan.max_bytes, plan.llc_bytes), len(data_caches(ctx.host)),
                          fixed=fixed_sets(plan.as_raw()))
-    targets = bandwidth_targets(levels, ctx.host, plan)
+    targets = {name: sets for name, sets in bandwidth_targets(levels, ctx.host, plan).items()
+               if only is None or name in only}
     rates = dict(zip(KINDS, (m.read_rates, m.triad_rates)))
     out: dict[str, Any] = {}
     with ctx.progress("cache bandwidth", 2 * len(targets)) as task:
@@ -435,12 +436,13 @@ def core_figures(ctx: ProbeContext, k: ModuleType, plan: Plan, timing: m.Timing,
     """A re-measurement of what times a core's own caches (`CORE_PRIVATE_FIGURES` and the `l1_held`
     witness): the curve's points up to the L2 set (plan.l2_bytes, else the reported L2) timed
     again, and read and triad inside L1 and L2; `curve` and `bandwidth` of `raw` (what the
-    re-measurement holds so far) with those replaced. Why not the whole probe: on the EPYC guest (12-07 02:45 UTC) the L1 witness broke in 3
-    of 8 quick runs, and each re-measured everything for 2.7 s, most of it DRAM."""
+    re-measurement holds so far) with those replaced. Why not the whole probe: on the EPYC guest
+    (12-07 02:45 UTC) the L1 witness broke in 3 of 8 quick runs, and each re-measured everything
+    for 2.7 s, most of it DRAM."""
     curve = raw["curve"]
     sizes = list(curve["sizes_bytes"])
-    caches = {int(c.get("level") or 0): int(c.get("size_bytes") or 0) for c in data_caches(ctx.host)}
-    top = int(plan.l2_bytes or caches.get(2) or 0)
+    l2 = data_caches(ctx.host)[1:2]
+    top = int(plan.l2_bytes or (l2[0].get("size_bytes") if l2 else 0) or 0)
     again = [i for i, size in enumerate(sizes) if size <= top]
     latency = list(curve["latency_ns"])
     if again:
@@ -450,18 +452,8 @@ def core_figures(ctx: ProbeContext, k: ModuleType, plan: Plan, timing: m.Timing,
                 latency[i] = m.random_chase_ns(k, buf, sizes[i], plan.line_bytes, timing)
             del buf
     merged = {**curve, "latency_ns": latency}
-    ns = [p["median"] for p in latency]
-    levels = read_levels(sizes, ns, plan.min_points, reaches_dram(plan.max_bytes, plan.llc_bytes),
-                         len(data_caches(ctx.host)), fixed=fixed_sets(plan.as_raw()))
-    targets = {name: sizes_of for name, sizes_of in bandwidth_targets(levels, ctx.host, plan).items()
-               if name in ("L1", "L2")}
-    rates = dict(zip(KINDS, (m.read_rates, m.triad_rates)))
-    bandwidth = dict(raw.get("bandwidth") or {})
-    for name, (one, each) in targets.items():
-        bandwidth[name] = {kind: once_more_if_implausible(partial(rates[kind], k, one, each, cpus,
-                                                                   _timing(plan)))
-                           for kind in KINDS if kind in (raw.get("bandwidth") or {}).get(name, {})}
-    return {"curve": merged, "bandwidth": bandwidth}
+    fresh = _bandwidth(ctx, k, plan, merged, cpus, parts=_Parts(ctx), only=("L1", "L2"))
+    return {"curve": merged, "bandwidth": {**(raw.get("bandwidth") or {}), **fresh}}
 
 
 def dram_latency_trials(k: ModuleType, plan: Plan, timing: m.Timing, huge: bool, curve: dict[str, Any],

@@ -330,3 +330,13 @@ def handoff_ns(cpus: Sequence[int], rounds: int = HANDOFF_ROUNDS) -> float | Non
     time.sleep(HANDOFF_SETTLE_S)
     return round(fk.run_pingpong(cpus[0], cpus[1], rounds).span_ns / rounds / 2, 1)
 
+
+def with_handoffs(cpus: Sequence[int], run: Callable[[], dict[str, Any]]) -> dict[str, Any]:
+    """`run()`'s record with `handoff_ns`: the handoff between the first two of `cpus` just before
+    and just after it (where its threads sat while it was timed; figures.threads_placement), or
+    `run()`'s record alone with fewer than two CPUs."""
+    before = handoff_ns(cpus)
+    out = run()
+    if before is not None:
+        out["handoff_ns"] = [before, handoff_ns(cpus)]
+    return out

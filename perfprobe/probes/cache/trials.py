@@ -93,19 +93,16 @@ def read_trials(k: ModuleType, buffers: Sequence[np.ndarray], size: int, cpus: S
     own share of `all_bytes` (plan.threads_dram_bytes: one thread's set each, where memory allows)
     in a mapping of their own (2 MiB pages where `huge`), its repeats the figure's samples; where
     memory leaves no room for one (`all_bytes` None), over their shares of the first buffer.
-    m.read_rates' shape; the all-thread read keeps `handoff_ns`, its first two threads' handoff
-    just before and just after it (m.handoff_ns: where the threads sat while it was timed)."""
+    m.read_rates' shape; the all-thread read keeps `handoff_ns` (m.with_handoffs: where its threads
+    sat while it was timed)."""
     each = m.Timing(timing.run_s, REPEATS_PER_TRIAL, timing.all_threads_s)
     one = [m.read_one_in(k, buf.view(np.float64)[:size // m.WORD], size, cpus, each) for buf in buffers]
     threads = max(1, len(cpus))
-    before = m.handoff_ns(cpus)
     if all_bytes is None:
         share = size // threads
-        together = m.read_all(k, share, cpus, timing, buffers[0].view(np.float64))
+        together = m.with_handoffs(cpus, lambda: m.read_all(k, share, cpus, timing, buffers[0].view(np.float64)))
     else:
         share = all_bytes // threads
-        together = m.read_all(k, share, cpus, timing, huge=huge)
-    if before is not None:
-        together["handoff_ns"] = [before, m.handoff_ns(cpus)]
+        together = m.with_handoffs(cpus, lambda: m.read_all(k, share, cpus, timing, huge=huge))
     return {"bytes_1t": size // m.WORD * m.WORD, "bytes_each": share // m.WORD * m.WORD,
             "1t": over_trials(one), "all": together}

@@ -4,7 +4,7 @@ what breaks overlap and host work beside GPU work. Raw numbers only; every outpu
 from __future__ import annotations
 
 from concurrent.futures import Executor
-from typing import Any, Callable
+from typing import Any, Callable, Iterator
 
 import numpy as np
 
@@ -13,11 +13,12 @@ from perfprobe.errors import ProbeSkipped
 from perfprobe.kernels import cuda_runtime, nvml
 from perfprobe.kernels import streams_kernels as sk
 from perfprobe.kernels import transfer_kernels as tk
-from perfprobe.kernels.host_shares import host_pool, over_shares, share_bounds, usable_cpus
+from perfprobe.kernels.host_shares import host_pool, over_shares, share_bounds
 from perfprobe.probes.streams import plan
 from perfprobe.probes.streams.figures import best_config, typed
 from perfprobe.probes.streams.plan import PRESETS, Preset
 from perfprobe.pure.stats import summarize
+from perfprobe.system.bind import usable_cpus
 from perfprobe.system.budget import gpu_memory_budget, host_memory_budget
 
 BLOCK = 1 << 24
@@ -45,12 +46,13 @@ def measure(ctx: ProbeContext) -> dict[str, Any]:
 
 
 def _measure_device(cupy: Any, device: int, size: int, preset: Preset, ctx: ProbeContext) -> dict[str, Any]:
-    with host_pool(usable_cpus(), "perfprobe-streams") as workers:
-        return _measure_with(cupy, device, size, preset, ctx, workers)
+    threads = max(1, len(usable_cpus(ctx.host)))
+    with host_pool(threads, "perfprobe-streams") as workers:
+        return _measure_with(cupy, device, size, preset, ctx, workers, threads)
 
 
 def _measure_with(cupy: Any, device: int, size: int, preset: Preset, ctx: ProbeContext,
-                  workers: Executor) -> dict[str, Any]:
+                  workers: Executor, threads: int) -> dict[str, Any]:
     props = cuda_runtime.device_properties(cupy, device)
     elements = size // 4
     buffers = tk.Allocations(cupy)
@@ -63,7 +65,7 @@ def _measure_with(cupy: Any, device: int, size: int, preset: Preset, ctx: ProbeC
         raw: dict[str, Any] = {"device": {"index": device, **props, "pci_bus_id": bus_id},
                                "size_bytes": size, "elements": elements, "quick": ctx.quick,
                                "gpu_activity": activity}
-        host = _host_buffers(buffers, elements, workers)
+        host = _host_buffers(buffers, elements, workers, threads)
         raw.update(_stages(dev, host, elements))
         raw.update(_pipelines(dev, host, elements, raw["iters"], preset, ctx))
         raw["host_overlap"] = _host_overlap(dev, elements, raw["iters"])
@@ -76,14 +78,15 @@ def _measure_with(cupy: Any, device: int, size: int, preset: Preset, ctx: ProbeC
         session.close()
 
 
-def _host_buffers(buffers: tk.Allocations, elements: int, workers: Executor) -> dict[str, Any]:
+def _host_buffers(buffers: tk.Allocations, elements: int, workers: Executor, threads: int) -> dict[str, Any]:
     """Pinned input/output, pageable input/output and the serial result, input drawn at random;
-    `workers`, the host threads that write and check them (kernels/host_shares.py), kept beside."""
+    `workers`, the `threads` host threads that write and check them (kernels/host_shares.py), kept
+    beside."""
     pin_in_ptr, pin_in = buffers.pinned(elements * 4)
     pin_out_ptr, pin_out = buffers.pinned(elements * 4)
     x = pin_in.view(np.float32)
     page_in = np.empty(elements, dtype=np.float32)
-    bounds = share_bounds(elements, usable_cpus(), SHARE_UNIT)
+    bounds = share_bounds(elements, threads, SHARE_UNIT)
     generators = dict(zip((lo for lo, _ in bounds), np.random.default_rng().spawn(len(bounds))))
 
     def draw(lo: int, hi: int) -> None:  # in place: no temporaries beside the buffers
@@ -94,7 +97,7 @@ def _host_buffers(buffers: tk.Allocations, elements: int, workers: Executor) -> 
     over_shares(workers, len(bounds), elements, draw, SHARE_UNIT)
     return {"pin_in": pin_in_ptr, "pin_out": pin_out_ptr, "x": x, "out": pin_out.view(np.float32),
             "page_in": page_in, "page_out": np.empty(elements, dtype=np.float32),
-            "serial": np.empty(elements, dtype=np.float32), "workers": workers}
+            "serial": np.empty(elements, dtype=np.float32), "workers": workers, "threads": threads}
 
 
 def _stages(dev: sk.Device, host: dict[str, Any], elements: int) -> dict[str, Any]:
@@ -171,12 +174,9 @@ def _check_reference(host: dict[str, Any], iters: int) -> Callable[[], dict[str,
     """Check the output against the closed-form reference, block by block; NaN (unwritten) fails."""
     tol, x, out = sk.tolerance(iters), host["x"], host["out"]
 
-    step = max(SHARE_UNIT, BLOCK // usable_cpus())  # the threads' temporaries together: about BLOCK's
-
     def share(lo: int, hi: int) -> tuple[int, float]:
         bad, worst = 0, 0.0
-        for start in range(lo, hi, step):
-            end = min(hi, start + step)
+        for start, end in _blocks(host, lo, hi):
             err = np.abs(out[start:end] - sk.reference(x[start:end], iters))
             bad += int(np.count_nonzero(~(err <= tol)))
             worst = max(worst, float(np.nanmax(err)) if np.isfinite(err).any() else float("inf"))
@@ -193,12 +193,9 @@ def _check_same(host: dict[str, Any], key: str) -> Callable[[], dict[str, Any]]:
     """Bit-for-bit against the serial run's (reference-checked) output."""
     got, want = host[key].view(np.uint32), host["serial"].view(np.uint32)
 
-    step = max(SHARE_UNIT, BLOCK // usable_cpus())  # the threads' temporaries together: about BLOCK's
-
     def share(lo: int, hi: int) -> int:
         bad = 0
-        for start in range(lo, hi, step):
-            end = min(hi, start + step)
+        for start, end in _blocks(host, lo, hi):
             if not np.array_equal(got[start:end], want[start:end]):
                 bad += int(np.count_nonzero(got[start:end] != want[start:end]))
         return bad
@@ -211,13 +208,21 @@ def _check_same(host: dict[str, Any], key: str) -> Callable[[], dict[str, Any]]:
 
 def _on_shares(host: dict[str, Any], work: Callable[[int, int], Any]) -> list[Any]:
     """work(lo, hi) over contiguous shares of the host buffers, on their host threads."""
-    return over_shares(host["workers"], usable_cpus(), host["x"].size, work, SHARE_UNIT)
+    return over_shares(host["workers"], host["threads"], host["x"].size, work, SHARE_UNIT)
+
+
+def _blocks(host: dict[str, Any], lo: int, hi: int) -> Iterator[tuple[int, int]]:
+    """[start, end) blocks of one thread's share [lo, hi): BLOCK split among the threads, so their
+    temporaries together stay about one BLOCK's."""
+    step = max(SHARE_UNIT, BLOCK // host["threads"])
+    for start in range(lo, hi, step):
+        yield start, min(hi, start + step)
 
 
 def _keep_serial(host: dict[str, Any]) -> None:
     """The serial run's (reference-checked) output, kept for the bit-for-bit checks after it."""
     serial, out = host["serial"], host["out"]
-    _on_shares(host, lambda lo, hi: serial.__setitem__(slice(lo, hi), out[lo:hi]))
+    _on_shares(host, lambda lo, hi: np.copyto(serial[lo:hi], out[lo:hi]))
 
 
 def _host_overlap(dev: sk.Device, elements: int, iters: int) -> dict[str, Any]:
@@ -255,10 +260,11 @@ def remeasure(ctx: ProbeContext, raw: dict[str, Any], keys: tuple[str, ...]) -> 
     buffers = tk.Allocations(cupy)
     dev = None
     try:
-        with cupy.cuda.Device(device), host_pool(usable_cpus(), "perfprobe-streams") as workers:
+        threads = max(1, len(usable_cpus(ctx.host)))
+        with cupy.cuda.Device(device), host_pool(threads, "perfprobe-streams") as workers:
             dev = sk.Device.create(cupy, buffers, elements, plan.MAX_STREAMS, props["multiprocessors"])
             if "overlap" in keys:
-                host = _host_buffers(buffers, elements, workers)
+                host = _host_buffers(buffers, elements, workers, threads)
                 nbytes = elements * 4
                 stages, stats = dict(raw["stage_ms"]), dict(raw.get("stage_stats") or {})
                 timed = {"h2d": sk.copy_samples(dev, dev.d_in.data.ptr, host["pin_in"], nbytes, sk.H2D),

@@ -56,11 +56,10 @@ def _measure_on(cupy: Any, device: int, ctx: ProbeContext, only: set[str] | None
     counts = plan.counts(ctx.config.options, preset)
     stream = cupy.cuda.Stream(non_blocking=True)
     api = uvm_memory.UvmApi(cupy, device)
+    threads = usable_threads(ctx.config.options.host_threads)
     bench = uvm_paths.Bench(cupy, device, GpuKernels(cupy, props["multiprocessors"]), api, stream,
                             size, counts.repeats, counts.passes,
-                            timeout_s=30 + counts.passes * size / 0.5e9)
-    threads = usable_threads(ctx.config.options.host_threads)
-    bench.fill_threads = threads
+                            timeout_s=30 + counts.passes * size / 0.5e9, fill_threads=threads)
     steps = [(name, needs) for name, needs in plan.PLAN if only is None or only & set(plan.path_names(name))]
     with stream, host_threads(threads), host_pool(threads, "perfprobe-uvm-fill") as workers, \
             ctx.progress("uvm: access paths", len(steps)) as task:

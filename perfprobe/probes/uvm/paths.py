@@ -54,8 +54,8 @@ class Bench:
     passes: int
     timeout_s: float
     period: np.ndarray = field(default_factory=pattern)
-    workers: Executor | None = None  # the host threads that write the data before each step
-    fill_threads: int = 1
+    fill_threads: int = 1  # host threads that write the data before each step, on `workers`
+    workers: Executor | None = None  # their pool, while the paths run (measure._measure_on)
 
     def fill(self, view: np.ndarray, salt: int) -> None:
         """The host writes pattern + salt over `view` (untimed), on `fill_threads` threads."""
