@@ -191,6 +191,40 @@ def test_dram_read_has_one_sample_a_trial_buffer_on_one_thread_and_its_repeats_o
     assert split["bytes_each"] == (1 << 20) // len(cpus) and len(split["all"]["samples"]) == 5
 
 
+def test_held_trial_buffers_are_whole_huge_pages_of_one_span_and_the_all_thread_read_reuses_it(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each trial buffer starts on a 2 MiB boundary of one mapping and none overlaps another; the
+    all-thread read runs over that span where it holds the threads' sets, so no memory new to the
+    process is faulted in for it (timing.read_all would map its own)."""
+    import os
+
+    from perfprobe.kernels import placement as kp
+    from perfprobe.probes.cache import timing as m
+    from perfprobe.probes.cache.buffers import HUGE_ALIGN
+    from perfprobe.probes.cache.timing import Timing
+    from perfprobe.probes.cache.trials import held_together, read_trials
+
+    size = 3 << 19   # 1.5 MiB: the stride rounds up to whole 2 MiB pages
+    with held_together(3, size, False) as (span, held):
+        starts = [b.ctypes.data for b in held]
+        assert all(s % HUGE_ALIGN == 0 for s in starts) and [b.nbytes for b in held] == [size] * 3
+        assert [s - starts[0] for s in starts] == [0, HUGE_ALIGN, 2 * HUGE_ALIGN]
+        assert span.ctypes.data == starts[0] and span.nbytes == 3 * HUGE_ALIGN
+        del held, span
+
+    def no_new_mapping(*args: object, **kwargs: object) -> None:
+        raise AssertionError("the all-thread read mapped memory of its own")
+
+    monkeypatch.setattr(m, "page_buffer", no_new_mapping)
+    cpus = sorted(os.sched_getaffinity(0))[:2]
+    with kp.pinned_pool(), held_together(4, 1 << 20, False) as (span, held):
+        read = read_trials(k, held, 1 << 20, cpus, Timing(0.0005, 5), len(cpus) << 20, room=span)
+        with pytest.raises(AssertionError, match="of its own"):   # more than the span holds
+            read_trials(k, held, 1 << 20, cpus, Timing(0.0005, 5), 16 << 20, room=span)
+        del held, span
+    assert read["all"]["median"] > 0 and read["bytes_each"] == 1 << 20
+
+
 @pytest.mark.parametrize("pages, cpus", [(1, 1), (7, 2), (64, 2)])
 def test_parallel_first_touch_writes_the_first_word_of_every_page_and_nothing_else(pages: int, cpus: int) -> None:
     import os

@@ -234,15 +234,15 @@ def _dram_trials(ctx: ProbeContext, k: ModuleType, buf: Any, plan: Plan, timing:
     curve = raw["curve"]
     at = point_at(curve["sizes_bytes"], size)
     shared = tr.one_node(ctx.host, cpus)
-    with tr.held_buffers(extra, size, huge, touch) as more:
+    with tr.held_together(extra, size, huge, touch) as (span, more):
         latency = list(curve["latency_ns"])
         latency[at] = tr.latency_trials(k, more, size, plan.line_bytes, timing, first=latency[at], seed=2,
                                         dram=True)
         raw["curve"] = {**curve, "latency_ns": latency}
         if shared:
             together = threads_dram_bytes_beside(plan, len(cpus), size, plan.max_bytes + extra * size)
-            read = tr.read_trials(k, [buf, *more], size, cpus, timing, together, huge)
-        del more
+            read = tr.read_trials(k, [buf, *more], size, cpus, timing, together, huge, room=span)
+        del more, span
     if not shared:  # each read trial first touched by its readers, on their nodes
         with tr.held_buffers(extra + 1, size, huge) as placed:
             together = threads_dram_bytes_beside(plan, len(cpus), size, plan.max_bytes + (extra + 1) * size)
@@ -419,11 +419,12 @@ def remeasure(ctx: ProbeContext, raw: dict[str, Any], keys: tuple[str, ...]) -> 
         each = threads_dram_bytes(plan, len(place.cpus), one) // len(place.cpus)
         with kp.pinned_pool():
             if plan.dram_bytes:
-                with tr.held_buffers(trials, plan.dram_bytes, huge, toucher) as held:
+                with tr.held_together(trials, plan.dram_bytes, huge, toucher) as (span, held):
                     together = threads_dram_bytes_beside(plan, len(place.cpus), plan.dram_bytes,
                                                          trials * plan.dram_bytes)
-                    read = tr.read_trials(k, held, plan.dram_bytes, place.cpus, key, together, huge)
-                    del held
+                    read = tr.read_trials(k, held, plan.dram_bytes, place.cpus, key, together, huge,
+                                          room=span if tr.one_node(ctx.host, place.cpus) else None)
+                    del held, span
             else:
                 read = m.read_rates(k, one, each, place.cpus, key)
             out["bandwidth"] = {**out["bandwidth"], "DRAM": {

@@ -15,7 +15,8 @@ run faults in TRIALS - 1 more buffers, not TRIALS. The one-thread read trials re
 where the threads that read them share one NUMA node (first touch placed nothing then); across
 nodes they get buffers of their own, first touched by their readers. The all-thread read is no
 trial: each thread reads a set as large as one thread's (plan.threads_dram_bytes), in an array of
-their own, so its repeats are its samples.
+their own or, where they share a node, over the span the trial buffers were sliced from (already
+faulted in, refilled by them), so its repeats are its samples.
 
 `kernels` is perfprobe.kernels.cache_kernels, passed in (nothing here imports numba).
 """
@@ -30,7 +31,7 @@ import numpy as np
 
 from perfprobe.host.facts import Facts, numa_nodes
 from perfprobe.probes.cache import timing as m
-from perfprobe.probes.cache.buffers import page_buffer
+from perfprobe.probes.cache.buffers import HUGE_ALIGN, page_buffer
 from perfprobe.pure.stats import Stat, summarize
 
 TRIALS = 5
@@ -60,9 +61,30 @@ def one_node(host: Facts, cpus: Sequence[int]) -> bool:
 def held_buffers(count: int, size: int, huge: bool,
                  touch: Callable[[np.ndarray], None] | None = None) -> Iterator[list[np.ndarray]]:
     """`count` fresh buffers of `size` bytes (uint64), all held until the block ends, each first
-    touched by `touch` where given (buffers.page_buffer)."""
-    with ExitStack() as held:
-        yield [held.enter_context(page_buffer(size, huge, np.uint64, touch)) for _ in range(count)]
+    touched by `touch` where given (held_together, without its span)."""
+    with held_together(count, size, huge, touch) as together:
+        try:
+            yield together[1]
+        finally:
+            del together
+
+
+@contextmanager
+def held_together(count: int, size: int, huge: bool, touch: Callable[[np.ndarray], None] | None = None
+                  ) -> Iterator[tuple[np.ndarray, list[np.ndarray]]]:
+    """The span of one fresh mapping (buffers.page_buffer, first touched by `touch` where given)
+    and `count` buffers of `size` bytes (uint64) sliced from it, each starting on a 2 MiB boundary
+    so its huge pages are whole; all held until the block ends. Each buffer is its own physical
+    pages, as separate mappings were. Why one mapping: the all-thread read may run over the span
+    the trials already faulted in (read_trials' `room`) instead of faulting in a mapping of its
+    own. On the 2-vCPU EPYC guest memory new to the process cost the host about 4 ms a MiB to back
+    (12-07 04:45 UTC: 128 MiB in 0.51 s, 64 MiB in 0.19-0.26 s on two threads), which was a third
+    of a warm `cache --quick`; pages the process freed came back at once."""
+    stride = -(-size // HUGE_ALIGN) * HUGE_ALIGN
+    words, size_words = stride // m.WORD, size // m.WORD
+    with page_buffer(count * stride, huge, np.uint64, touch) as span:
+        yield span, [span[i * words:i * words + size_words] for i in range(count)]
+        del span
 
 
 def over_trials(per_trial: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
@@ -87,12 +109,16 @@ def latency_trials(k: ModuleType, buffers: Sequence[np.ndarray], size: int, line
 
 
 def read_trials(k: ModuleType, buffers: Sequence[np.ndarray], size: int, cpus: Sequence[int],
-                timing: m.Timing, all_bytes: int | None, huge: bool = False) -> dict[str, Any]:
+                timing: m.Timing, all_bytes: int | None, huge: bool = False,
+                room: np.ndarray | None = None) -> dict[str, Any]:
     """DRAM read GB/s: one thread over `size` bytes of each buffer (refilled by the threads on
     `cpus` first), as a figure over the trials; then one thread on each of `cpus`, each over its
     own share of `all_bytes` (plan.threads_dram_bytes: one thread's set each, where memory allows)
-    in a mapping of their own (2 MiB pages where `huge`), its repeats the figure's samples; where
-    memory leaves no room for one (`all_bytes` None), over their shares of the first buffer.
+    in a mapping of their own (2 MiB pages where `huge`) or in `room` where it holds `all_bytes`
+    (the held trial buffers' span, held_together: refilled by the threads, as a mapping of their
+    own would be; only where they share a node, for first touch places nothing then), its repeats
+    the figure's samples; where memory leaves no room for one (`all_bytes` None), over their
+    shares of the first buffer.
     m.read_rates' shape; the all-thread read keeps `handoff_ns` (m.with_handoffs: where its threads
     sat while it was timed)."""
     each = m.Timing(timing.run_s, REPEATS_PER_TRIAL, timing.all_threads_s)
@@ -103,6 +129,7 @@ def read_trials(k: ModuleType, buffers: Sequence[np.ndarray], size: int, cpus: S
         together = m.with_handoffs(cpus, lambda: m.read_all(k, share, cpus, timing, buffers[0].view(np.float64)))
     else:
         share = all_bytes // threads
-        together = m.with_handoffs(cpus, lambda: m.read_all(k, share, cpus, timing, huge=huge))
+        inside = room.view(np.float64) if room is not None and share * threads <= room.nbytes else None
+        together = m.with_handoffs(cpus, lambda: m.read_all(k, share, cpus, timing, inside, huge=huge))
     return {"bytes_1t": size // m.WORD * m.WORD, "bytes_each": share // m.WORD * m.WORD,
             "1t": over_trials(one), "all": together}
