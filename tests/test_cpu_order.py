@@ -99,3 +99,18 @@ def test_placed_kernels_run_each_share_on_its_cpu_and_give_the_cpus_back() -> No
     assert record["layer"] in ("omp", "workqueue", "tbb")
     for tid in os.listdir("/proc/self/task"):
         assert sorted(os.sched_getaffinity(int(tid))) == allowed
+
+
+def test_pinned_threads_are_all_pinned_before_any_work_begins() -> None:
+    """A thread that cannot be pinned stops the run before any thread's work begins (the gate
+    after pinning), and its error is the one raised; with every CPU valid, each works where pinned."""
+    import os
+
+    from perfprobe.kernels.placement import on_pinned_threads
+
+    cpu = min(os.sched_getaffinity(0))
+    began: list[int] = []
+    with pytest.raises(OSError):
+        on_pinned_threads([cpu, 1 << 20], lambda i: began.append(i))   # no CPU 1048576
+    assert began == []
+    assert on_pinned_threads([cpu, cpu], lambda i: (i, os.sched_getaffinity(0))) == [(0, {cpu}), (1, {cpu})]
