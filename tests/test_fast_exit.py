@@ -70,3 +70,20 @@ def test_atexit_output_is_flushed_and_a_missing_stdout_is_no_error() -> None:
                             capture_output=True, text=True, timeout=60)
     assert closed.returncode == 5 and "Traceback" not in closed.stderr
 
+
+
+def test_a_sys_monitoring_tool_keeps_the_normal_exit(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Python 3.12's cProfile and coverage register with sys.monitoring and leave sys.getprofile()
+    None: a tool registered there counts as watching, so the profile still gets written."""
+    import types
+
+    from perfprobe.system import fast_exit
+
+    tools = {2: "cProfile"}
+    monkeypatch.setattr(sys, "monitoring", types.SimpleNamespace(get_tool=tools.get), raising=False)
+    assert fast_exit.watched()
+    with pytest.raises(SystemExit) as ended:
+        fast_exit.leave(3)
+    assert ended.value.code == 3
+    tools.clear()
+    assert not fast_exit.watched()
