@@ -9,8 +9,9 @@ PROBES=${PROBES:-"uvm streams pinned"}
 export PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}" PYTHONUNBUFFERED=1
 PY="${PYTHON:-python3}"
 for probe in $PROBES; do
-    "$PY" -m perfprobe "$probe" --quick --require-gpu -o "$OUT/$probe.warmup.json" > /dev/null 2>&1  # numba's cache filled
-    "$PY" -m cProfile -o "$OUT/$probe.prof" -m perfprobe "$probe" --quick --require-gpu --record "$OUT/$probe.rec.json" \
+    case " pinned streams uvm gpumem p2p " in *" $probe "*) gpu=--require-gpu;; *) gpu=;; esac  # CPU probes lack it
+    "$PY" -m perfprobe "$probe" --quick $gpu -o "$OUT/$probe.warmup.json" > /dev/null 2>&1  # numba's cache filled
+    "$PY" -m cProfile -o "$OUT/$probe.prof" -m perfprobe "$probe" --quick $gpu --record "$OUT/$probe.rec.json" \
         -o "$OUT/$probe.json" > /dev/null 2>&1
     echo "== $probe (exit $?)"
     "$PY" - "$OUT/$probe.prof" <<'PYEOF'
