@@ -91,3 +91,17 @@ def test_jemalloc_is_found_and_measured():
     assert (figures.malloc_ns(raw, "mixed", "all", "jemalloc") or 0) > 0
     assert "jemalloc" in raw["allocators"]["jemalloc"]["path"]
     assert undeclared(raw, figures.AllocRaw) == []  # what a preloaded child reports too
+
+
+@pytest.mark.parametrize("fillers", [(), "two"])
+def test_the_copy_pair_is_two_separate_arrays_of_ones_filled_on_one_thread_or_two(fillers: object) -> None:
+    """touched_pair fills both arrays (fresh mappings read zero until filled), on two pinned
+    threads where two CPUs of one node are given."""
+    import os
+
+    from perfprobe.probes.alloc.measure import touched_pair
+
+    cpu = min(os.sched_getaffinity(0))
+    src, dst = touched_pair(1 << 20, [cpu, cpu] if fillers == "two" else [])
+    assert src.size == dst.size == 1 << 20 and not np.shares_memory(src, dst)
+    assert int(src.min()) == int(dst.min()) == 1 == int(src.max()) == int(dst.max())

@@ -23,7 +23,7 @@ faulted in, refilled by them), so its repeats are its samples.
 
 from __future__ import annotations
 
-from contextlib import ExitStack, contextmanager
+from contextlib import contextmanager
 from types import ModuleType
 from typing import Any, Callable, Iterator, Mapping, Sequence
 
