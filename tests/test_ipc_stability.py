@@ -92,3 +92,69 @@ def test_the_bound_passes_a_quiet_same_cpu_round_trip_and_names_a_preempted_stre
     preempted = metric(summarize([287.0, 760.9, 8684.3, 3900.0, 420.0]), "µs")
     assert broken({"rtt_us.same_cpu.uds.64B": quiet}) == {}
     assert "repeats disagree" in broken({"rtt_us.uds.1M": preempted})["rtt_us.uds.1M"]
+
+
+@pytest.mark.parametrize("name, figure, key", [
+    ("ipc_epyc2c_quick_tcp1m_spread.json", "rtt_us.tcp.1M", "rtt.tcp"),
+    ("ipc_epyc2c_quick_asyncio_spread.json", "rtt_us.asyncio.64B", "event loops"),
+])
+def test_one_spread_figure_is_re_measured_alone(name, figure, key):
+    """The recorded runs whose one unstable figure re-measured the whole probe (1.4 s on the EPYC
+    guest): its key times that transport's round trips (or the event loops) only."""
+    found = broken(judged(name))
+    assert list(found) == [figure]
+    assert ipc.PROBE.remeasure_keys(found) == (key,)
+
+
+def test_what_no_key_times_again_re_measures_the_whole_probe():
+    keys = ipc.PROBE.remeasure_keys
+    assert keys(["rtt_us.uds.4K", "rtt_p99_us.uds.1M", "rtt_us.tcp.64B"]) == ("rtt.uds", "rtt.tcp")
+    assert keys(["rtt_us.same_cpu.tcp.64B"]) is None          # another placement: the whole probe
+    assert keys(["rtt_us.tcp.1M", "gbs.tcp.1M"]) is None      # a stream: the whole probe
+    assert keys(["ring_limit_fraction.64B"]) is None
+
+
+def test_round_trips_timed_again_keep_the_streams_of_their_sizes():
+    from perfprobe.probes.ipc.measure import with_round_trips
+
+    measured = {"tcp": {"64B": {"size": 64, "pingpong": "old", "stream": "kept"},
+                        "1M": {"size": 1 << 20, "pingpong": "old", "stream": "kept"}},
+                "uds": {"64B": {"size": 64, "pingpong": "old", "stream": "kept"}}}
+    fresh = {"tcp": {"1M": {"size": 1 << 20, "pingpong": "new"}}}
+    merged = with_round_trips(measured, fresh)
+    assert merged["tcp"]["1M"] == {"size": 1 << 20, "pingpong": "new", "stream": "kept"}
+    assert merged["tcp"]["64B"] == measured["tcp"]["64B"] and merged["uds"] == measured["uds"]
+
+
+def test_a_transports_round_trips_and_the_event_loops_are_timed_again_for_real():
+    """measure.remeasure on a recorded run, for real (a worker, every size of tcp, the loops): the
+    tcp round trips and the loops are new, every other number of the recording is kept."""
+    import contextlib
+    import os
+
+    from perfprobe.engine.config import RunConfig
+    from perfprobe.engine.probe import ProbeContext
+    from perfprobe.host import read_host_facts
+    from perfprobe.probes.ipc import measure
+
+    raw, _ = shared.recorded("ipc_epyc2c_quick_tcp1m_spread.json", "ipc")
+    main = next(p for p in raw["placements"] if p["name"] == raw["main"])
+    if not set(main["cpus"]) <= os.sched_getaffinity(0):
+        pytest.skip(f"the recording's CPUs {main['cpus']} are not all usable here")
+
+    class Task:
+        def advance(self, steps: float = 1) -> None:
+            pass
+
+    @contextlib.contextmanager
+    def progress(name: str, total: float):
+        yield Task()
+
+    ctx = ProbeContext(RunConfig(quick=True), read_host_facts(), progress)
+    again = measure.remeasure(ctx, raw, ("rtt.tcp", "event loops"))
+    before, after = raw["runs"][raw["main"]], again["runs"][raw["main"]]
+    assert set(after["tcp"]) == set(before["tcp"])
+    for label, entry in after["tcp"].items():
+        assert entry["pingpong"] != before["tcp"][label]["pingpong"] and entry["stream"] == before["tcp"][label]["stream"]
+    assert after["uds"] == before["uds"] and again["runs"]["same_cpu"] == raw["runs"]["same_cpu"]
+    assert again["event_loop"] != raw["event_loop"] and again["handoff"] == raw["handoff"]

@@ -86,21 +86,36 @@ def handoff_of(p: Placement, settings: Settings) -> HandoffRecord | None:
 
 
 def remeasure(ctx: ProbeContext, raw: IpcRaw, keys: tuple[str, ...]) -> IpcRaw:
-    """The 64-byte round trips a warning rests on, measured again on the main placement."""
+    """Round trips measured again on the main placement, the rest of `raw` kept: for a warning's
+    confirmation ("tcp", "ring") the 64-byte ones it rests on; for the stability re-measurement
+    (RE_MEASURES) every size of a transport ("rtt.uds") or the event loops ("event loops")."""
     settings: Settings = ctx.config.preset(plan.PRESETS)
     main = plan.from_dict(next(p for p in raw["placements"] if p["name"] == raw["main"]))
     wanted = {"tcp": ("uds", "tcp"), "ring": ("pipe",) + tuple(RING_MODES)}
     transports = {t for key in keys for t in wanted.get(key, ())} & set(plan.transports_for(main.name))
     cases = [(t, SMALL, False) for t in plan.TRANSPORTS if t in transports]
+    measured = raw["runs"][main.name]
+    cases += [(t, int(entry["size"]), False) for key in keys if key.startswith("rtt.")
+              for t in [key[len("rtt."):]] for entry in measured.get(t, {}).values()
+              if (t, int(entry["size"]), False) not in cases]
+    loops = "event loops" in keys
     again = IpcRaw(**raw)
     with Session() as session:
-        with ctx.progress("ipc: re-measuring", len(cases)) as task:
+        with ctx.progress("ipc: re-measuring", len(cases) + (2 if loops else 0)) as task:
             fresh = _placement(session, main, cases, settings, task)
-    merged = {t: dict(raw["runs"][main.name].get(t, {}), **fresh.get(t, {})) for t in raw["runs"][main.name]}
-    again["runs"] = dict(raw["runs"], **{main.name: merged})
+            if loops:
+                again["event_loop"] = _event_loops(session, main, settings, task)
+    again["runs"] = dict(raw["runs"], **{main.name: with_round_trips(measured, fresh)})
     if "ring" in keys and raw.get("handoff"):
         again["handoff"] = handoff_of(main, settings)
     return again
+
+
+def with_round_trips(measured: dict[str, Any], fresh: dict[str, Any]) -> dict[str, Any]:
+    """`measured` (transport -> size label -> entry) with each entry `fresh` timed again taking its
+    round trips (`pingpong`); its stream, not timed again, is kept."""
+    return {t: {label: dict(entry, **({"pingpong": fresh[t][label]["pingpong"]} if label in fresh.get(t, {}) else {}))
+                for label, entry in sizes.items()} for t, sizes in measured.items()}
 
 
 def _cases(p: Placement, main: Placement, settings: Settings, sndbuf: int) -> list[tuple[str, int, bool]]:
