@@ -110,7 +110,17 @@ def profiled(argv: list[str], env: dict[str, str], workdir: Path, tag: str) -> d
         result["profile"] = json.loads(profile.read_text())
     else:
         result["stderr"] = done.stderr[-2000:]
+    if argv[:1] == ["healthcheck"] and done.returncode != 0:
+        result["said"] = _health_message(done.stdout)  # why it would drain: a drain here is a false one
     return result
+
+
+def _health_message(stdout: str) -> str:
+    """The health check's --json verdict message, or its last line of output."""
+    try:
+        return str(json.loads(stdout)["message"])
+    except (ValueError, KeyError, TypeError):
+        return (stdout.strip().splitlines() or ["no output"])[-1][:300]
 
 
 def table(run: dict[str, Any]) -> list[str]:
@@ -125,6 +135,8 @@ def table(run: dict[str, Any]) -> list[str]:
              f"| the rest outside the probes (host facts, numba's cache checked) | | {profile.get('outside_s', 0):.2f} | | |"]
     if not profile.get("probes") and run["argv"][:1] == ["healthcheck"]:
         lines[0] += " (its probes run in a child process: only the wall time is profiled here)"
+    if run.get("said"):
+        lines[0] += f"; it said: {run['said']}"
     for name, stages in (profile.get("probes") or {}).items():
         if not any(stages.values()):
             continue  # a probe that skipped at once (no GPU)
