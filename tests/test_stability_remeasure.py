@@ -101,7 +101,7 @@ def test_core_and_bandwidth_together_keep_what_each_timed_again(monkeypatch: Any
     monkeypatch.setattr(measure, "core_figures", lambda ctx, k, plan, timing, huge, held, cpus: {
         "curve": {**held["curve"], "fresh": True},
         "bandwidth": {**held["bandwidth"], "L1": "fresh L1", "L2": "fresh L2"}})
-    monkeypatch.setattr(measure.tr, "held_buffers", lambda *a, **k: contextlib.nullcontext([]))
+    monkeypatch.setattr(measure.tr, "held_together", lambda *a, **k: contextlib.nullcontext((None, [])))
     monkeypatch.setattr(measure.tr, "read_trials", lambda *a, **k: "fresh DRAM read")
     monkeypatch.setattr(measure.m, "triad_rates", lambda *a, **k: "fresh DRAM triad")
     monkeypatch.setattr(measure.m, "read_rates", lambda *a, **k: "fresh DRAM read")
