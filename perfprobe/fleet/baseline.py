@@ -43,12 +43,13 @@ def _group(group: Group) -> dict[str, Any]:
         figures = report_reference(report)
         for key, (value, unit) in numeric_metrics(report).items():
             if (host, key) not in left_out:
-                samples = figures[key].samples if key in figures else ()
+                figure = figures.get(key)
+                samples = figure.samples if figure else ()
                 values.setdefault(key, []).append(value)
                 pooled.setdefault(key, []).extend(samples)
-                trials[key] = trials.get(key, True) and key in figures and figures[key].trials
+                trials[key] = trials.get(key, True) and figure is not None and figure.trials
                 units[key] = unit
-                where = figures[key].placement if key in figures else None
+                where = figure.placement if figure else None
                 if where:
                     vals, pool = placed.setdefault(key, {}).setdefault(where, ([], []))
                     vals.append(value)

@@ -16,7 +16,7 @@ from perfprobe.engine.stability import AtMost, NotBelow, Ordered, Relation
 from perfprobe.host.facts import Facts
 from perfprobe.probes.ipc import rules, tables
 from perfprobe.probes.ipc.declared import DECLARED
-from perfprobe.probes.ipc.plan import TRANSPORTS
+from perfprobe.probes.ipc.plan import LOOPS_KEY, ROUND_TRIPS_KEY, TRANSPORTS
 
 
 def judge(raw: Mapping[str, Any], host: Facts) -> Assessment:
@@ -61,8 +61,8 @@ their MAD is the messages' own jitter: up to 18% of the median in quiet --quick 
 guest (same-CPU round trips); a whole run hit by other work spreads far wider."""
 
 RE_MEASURES: dict[str, tuple[str, ...]] = {
-    **{f"rtt.{t}": (f"rtt_us.{t}.*", f"rtt_p99_us.{t}.*") for t in TRANSPORTS},
-    "event loops": ("rtt_us.asyncio.*", "rtt_us.uvloop.*"),
+    **{ROUND_TRIPS_KEY + t: (f"rtt_us.{t}.*", f"rtt_p99_us.{t}.*") for t in TRANSPORTS},
+    LOOPS_KEY: ("rtt_us.asyncio.*", "rtt_us.uvloop.*"),
 }
 """What measure.remeasure times again per key, for the stability re-measurement (Probe.remeasures):
 one transport's round trips at every size on the main placement (its streams kept), or the event

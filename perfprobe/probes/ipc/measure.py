@@ -18,7 +18,7 @@ import numpy as np
 from perfprobe.engine.probe import ProbeContext
 from perfprobe.probes.ipc import eventloop, plan
 from perfprobe.probes.ipc.figures import HandoffRecord, IpcRaw, RingRecord
-from perfprobe.probes.ipc.plan import RING_BYTES, RING_MODES, SMALL, Placement, Settings
+from perfprobe.probes.ipc.plan import LOOPS_KEY, RING_BYTES, RING_MODES, ROUND_TRIPS_KEY, SMALL, Placement, Settings
 from perfprobe.probes.ipc.session import Session, WorkerFailed
 from perfprobe.pure.stats import summarize
 from perfprobe.system.bind import usable_cpus
@@ -95,10 +95,12 @@ def remeasure(ctx: ProbeContext, raw: IpcRaw, keys: tuple[str, ...]) -> IpcRaw:
     transports = {t for key in keys for t in wanted.get(key, ())} & set(plan.transports_for(main.name))
     cases = [(t, SMALL, False) for t in plan.TRANSPORTS if t in transports]
     measured = raw["runs"][main.name]
-    cases += [(t, int(entry["size"]), False) for key in keys if key.startswith("rtt.")
-              for t in [key[len("rtt."):]] for entry in measured.get(t, {}).values()
-              if (t, int(entry["size"]), False) not in cases]
-    loops = "event loops" in keys
+    for key in keys:
+        if key.startswith(ROUND_TRIPS_KEY):
+            t = key[len(ROUND_TRIPS_KEY):]
+            cases += [case for entry in measured.get(t, {}).values()
+                      if (case := (t, int(entry["size"]), False)) not in cases]
+    loops = LOOPS_KEY in keys
     again = IpcRaw(**raw)
     with Session() as session:
         with ctx.progress("ipc: re-measuring", len(cases) + (2 if loops else 0)) as task:
@@ -114,7 +116,7 @@ def remeasure(ctx: ProbeContext, raw: IpcRaw, keys: tuple[str, ...]) -> IpcRaw:
 def with_round_trips(measured: dict[str, Any], fresh: dict[str, Any]) -> dict[str, Any]:
     """`measured` (transport -> size label -> entry) with each entry `fresh` timed again taking its
     round trips (`pingpong`); its stream, not timed again, is kept."""
-    return {t: {label: dict(entry, **({"pingpong": fresh[t][label]["pingpong"]} if label in fresh.get(t, {}) else {}))
+    return {t: {label: {**entry, "pingpong": fresh[t][label]["pingpong"]} if label in fresh.get(t, {}) else entry
                 for label, entry in sizes.items()} for t, sizes in measured.items()}
 
 

@@ -27,6 +27,9 @@ PLACEMENTS = ("two_cores", "smt_siblings", "same_cpu", "cross_node")
 MAIN_ORDER = ("two_cores", "smt_siblings", "same_cpu")
 RING_BYTES = 4 << 20          # each direction's ring: 3 slots of the largest message and its sequence line
 SMALL = 64                    # the message size of the placement and event-loop comparisons
+ROUND_TRIPS_KEY, LOOPS_KEY = "rtt.", "event loops"
+"""Re-measure keys (ipc RE_MEASURES, measure.remeasure): ROUND_TRIPS_KEY + a transport times that
+transport's round trips again at every size; LOOPS_KEY the event loops'."""
 CALIBRATION_MESSAGES = 8      # round trips that size (and warm) each timed run
 
 
