@@ -29,6 +29,36 @@ def test_random_cycle_visits_every_line_once_in_one_cycle(n_lines: int, seed: in
     assert order[n_lines] == 0                                # ... then back to the start: one cycle
 
 
+def _inserted_order(n_lines: int, seed: int) -> list[int]:
+    """The cycle random insertion gives, inserting into the lines themselves (the builder's
+    algorithm before it linked through a dense index array): line order from line 0."""
+    mask = (1 << 64) - 1
+    state, after = seed, [0] * n_lines
+    for i in range(1, n_lines):
+        state = (state + 0x9E3779B97F4A7C15) & mask  # splitmix64, as the kernel draws
+        z = state
+        z = ((z ^ (z >> 30)) * 0xBF58476D1CE4E5B9) & mask
+        z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & mask
+        z ^= z >> 31
+        j = ((z >> 32) * i) >> 32
+        after[i], after[j] = after[j], i
+    order, line = [], 0
+    for _ in range(n_lines):
+        order.append(line)
+        line = after[line]
+    return order
+
+
+@pytest.mark.parametrize("line_words", [1, 2, 8, 16])
+@pytest.mark.parametrize("n_lines", [1, 2, 5, 33, 777])
+def test_random_cycle_is_random_insertion_word_for_word(line_words: int, n_lines: int) -> None:
+    """Linking through the buffer's first bytes as 4-byte indices leaves the cycle insertion into
+    the lines gives, for lines of any size (a word's write lands on indices already written out)."""
+    buf = np.full(n_lines * line_words, 0xDEAD, dtype=np.uint64)
+    k.build_random_cycle(buf, n_lines, line_words, 11)
+    assert _order(buf, line_words, n_lines) == _inserted_order(n_lines, 11)
+
+
 def test_random_cycle_is_not_address_order() -> None:
     buf = np.zeros(4096 * 8, dtype=np.uint64)
     k.build_random_cycle(buf, 4096, 8, 1)
