@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Issues 25 and 28 on the H200 machine in one call: bench-compare (5 runs, every ordered pair, and
 # each run against a baseline of the other four), bench-planted on those runs, 20 health checks
-# against a baseline of them, then bench-speed (cold, 2 warm, a health check). The Markdown the
-# tools write (their host sections) and the runs come back under $OUT; a summary is printed last.
+# against a baseline of them (their reports kept in runs/health), then bench-speed (cold, 2 warm,
+# a health check). The Markdown the tools write (their host sections) and the runs come back under
+# $OUT; a summary is printed last.
 #   OUT=/tmp/o bash tools/device/compare_speed_h200.sh       (STEPS="compare planted health speed")
 #   OUT=/tmp/o STEPS="health speed" RUNS_FROM=.devruns/runs.tgz bash tools/device/compare_speed_h200.sh
 # The machine lacks jsonschema: carry .whl (README "device") and install it first, as the caller does.
@@ -29,7 +30,8 @@ if want planted; then
 fi
 if want health; then
     "$PY" -m perfprobe fleet "$W"/runs/run0?.json --baseline-out "$W/baseline.json" > /dev/null 2>&1
-    timeout 170 "$PY" tools/healthcheck_stability.py --baseline "$W/baseline.json" --runs 20 > "$W/health.log" 2>&1
+    timeout "${HEALTH_S:-170}" "$PY" tools/healthcheck_stability.py --baseline "$W/baseline.json" --runs 20 --keep "$W/runs/health" \
+        > "$W/health.log" 2>&1
     echo "health exit $? at ${SECONDS}s" | tee -a "$W/steps.log"; pack
 fi
 if want speed; then
