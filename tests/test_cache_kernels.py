@@ -169,6 +169,33 @@ def test_parallel_triad_and_fill(threads: int) -> None:
     np.testing.assert_array_equal(a, np.full(n, 2.0))
 
 
+@pytest.mark.parametrize("huge", [True, False])
+def test_a_sweeps_triad_arrays_share_one_mapping_skewed_apart_and_apart(huge: bool) -> None:
+    """Each array starts TRIAD_SKEW bytes further past a 2 MiB boundary than the one before (no 4K
+    aliasing of a[i], b[i], c[i]), and none overlaps the next."""
+    from perfprobe.probes.cache.buffers import HUGE_ALIGN
+    from perfprobe.probes.cache.timing import TRIAD_SKEW, _triad_mapping
+
+    n = (HUGE_ALIGN // 8) + 5  # past one huge page: the arrays' strides round up
+    with _triad_mapping(n, huge) as arrays:
+        starts = [arr.ctypes.data for arr in arrays]
+        assert [start % HUGE_ALIGN for start in starts] == [0, TRIAD_SKEW, 2 * TRIAD_SKEW]
+        assert all(arr.shape == (n,) for arr in arrays)
+        assert starts[1] >= starts[0] + 8 * n and starts[2] >= starts[1] + 8 * n
+        del arrays
+
+
+@pytest.mark.parametrize("kind", ["read_gbs", "triad_gbs"])
+def test_a_sweep_point_times_its_threads_over_a_mapping_of_its_own(kind: str) -> None:
+    import os
+
+    from perfprobe.probes.cache.timing import Timing, placed_rate
+
+    cpus = sorted(os.sched_getaffinity(0))[:2]
+    stat = placed_rate(k, kind, 1 << 20, cpus, Timing(0.0005, 3), huge=True)
+    assert stat["repeats"] == 3 and stat["median"] > 0 and len(stat["cpus"]) == len(cpus)
+
+
 def test_pair_costs_count_a_block_as_two_loads_in_every_figure() -> None:
     import statistics
 

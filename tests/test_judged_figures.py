@@ -113,7 +113,8 @@ def test_where_the_all_thread_dram_read_is_judged_the_sweep_is_timed_at_its_ends
     timed: list[tuple[str, int]] = []
     together: list[int] = []
 
-    def placed_rate(k, kind, total_bytes, cpus, timing):  # noqa: ANN001, ANN202 - the kernel's stand-in
+    def placed_rate(k, kind, total_bytes, cpus, timing, huge):  # noqa: ANN001, ANN202 - the kernel's stand-in
+        assert huge is True  # the caller's page policy reaches every run of the sweep
         timed.append((kind, len(cpus)))
         together.append(total_bytes)
         return {"median": 10.0 * len(cpus), "samples": [10.0 * len(cpus)] * 3, "repeats": 3}
@@ -122,11 +123,11 @@ def test_where_the_all_thread_dram_read_is_judged_the_sweep_is_timed_at_its_ends
     plan = SimpleNamespace(max_bytes=64 << 20, llc_bytes=32 << 20, cap_bytes=None)
     place = SimpleNamespace(counts=(1, 2, 4, 8, 16), sweep_cpus=lambda n: list(range(n)))
     ctx = _ctx(hc.judged_figures(hc.DEFAULT_POLICY))
-    ends = measure._sweep(ctx, None, plan, None, place, True)
+    ends = measure._sweep(ctx, None, plan, None, place, True, True)
     assert timed == [("read_gbs", 1), ("read_gbs", 16)] and ends["threads"] == [1, 16] and ends["ends_only"]
     assert together == ends["bytes_together"] == [64 << 20, 1 << 30]   # 64 MiB a thread, at most 1 GiB in all
     timed.clear()
-    whole = measure._sweep(ctx, None, plan, None, place)
+    whole = measure._sweep(ctx, None, plan, None, place, True)
     assert len(timed) == 10 and "ends_only" not in whole
 
 

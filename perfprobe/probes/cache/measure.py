@@ -106,10 +106,10 @@ def measure(ctx: ProbeContext) -> dict[str, Any]:
         raw["bandwidth"] = clock.run("bandwidth", _bandwidth, ctx, k, plan, raw["curve"], place.cpus,
                                      dram_read, parts)
         if parts.wanted("sweep"):
-            raw["sweep"] = clock.run("sweep", _sweep, ctx, k, plan, timing, place)
+            raw["sweep"] = clock.run("sweep", _sweep, ctx, k, plan, timing, place, huge)
         elif ctx.judges("read_gbs.DRAM.all"):  # its relations rest on the sweep's ends: time those
             parts.partly("sweep", "sweep between one thread and the most, and its triad")
-            raw["sweep"] = clock.run("sweep ends", _sweep, ctx, k, plan, timing, place, True)
+            raw["sweep"] = clock.run("sweep ends", _sweep, ctx, k, plan, timing, place, huge, True)
     raw["placement"] = {**pool, **placement_raw(ctx, place)}
     if parts.left_out:
         raw["not_judged"] = parts.left_out
@@ -308,7 +308,7 @@ def placement_raw(ctx: ProbeContext, place: Placement) -> dict[str, Any]:
 
 
 def _sweep(ctx: ProbeContext, k: ModuleType, plan: Plan, timing: m.Timing,
-           place: Placement, ends_only: bool = False) -> dict[str, Any]:
+           place: Placement, huge: bool = False, ends_only: bool = False) -> dict[str, Any]:
     """DRAM read and triad GB/s at 1, 2, 4, ... threads, one a physical core (the first n of the
     placement order), each count on arrays placed by its own threads, each thread's share as large
     as the largest working set where memory allows (plan.threads_dram_bytes; `bytes_together`).
@@ -329,7 +329,7 @@ def _sweep(ctx: ProbeContext, k: ModuleType, plan: Plan, timing: m.Timing,
             out[kind] = []
             for n, total in zip(counts, together):
                 cpus = place.sweep_cpus(n)
-                run = partial(m.placed_rate, k, kind, total, cpus, timing)
+                run = partial(m.placed_rate, k, kind, total, cpus, timing, huge)
                 top_read = kind == KINDS[0] and n == counts[-1]  # placed, as the all-thread read is
                 out[kind].append(m.with_handoffs(cpus, run) if top_read else run())
                 task.advance()

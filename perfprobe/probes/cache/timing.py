@@ -9,13 +9,14 @@ timed run lasts about `run_s` (`all_threads_s` for a parallel region).
 from __future__ import annotations
 
 import time
+from contextlib import contextmanager
 from dataclasses import dataclass
 from types import ModuleType
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Iterator, Sequence
 
 import numpy as np
 
-from perfprobe.probes.cache.buffers import page_buffer
+from perfprobe.probes.cache.buffers import HUGE_ALIGN, page_buffer
 from perfprobe.pure.stats import summarize
 
 WORD = 8  # bytes per int64 / float64 element
@@ -292,19 +293,48 @@ def triad_rates(k: ModuleType, one_bytes: int, each_bytes: int, cpus: Sequence[i
 
 
 def placed_rate(k: ModuleType, kind: str, total_bytes: int, cpus: Sequence[int],
-                timing: Timing) -> dict[str, Any]:
+                timing: Timing, huge: bool = False) -> dict[str, Any]:
     """GB/s of `kind` ("read_gbs" or "triad_gbs") over `total_bytes` split among one thread on
-    each of `cpus`, on arrays allocated for this run and first touched by those threads (STREAM:
-    each run of a sweep places its own pages)."""
+    each of `cpus`, in a mapping made for this run (2 MiB pages where `huge`, as the all-thread
+    read's and the trial buffers have) and first touched by those threads (STREAM: each run of a
+    sweep places its own pages).
+
+    Why a mapping of its own pages rather than numpy's (4 KiB pages where THP waits for
+    MADV_HUGEPAGE): a sweep faults in a set of up to plan.ALL_THREADS_DRAM_MAX for each count and
+    kind. On the H100 machine's 16-vCPU guest (12-07 15:13 UTC, 600 MiB to 1 GiB each) the fills
+    of a quick run's ten took 1.0 s of its 2.3 s sweep."""
     placed = k.Placed(cpus)
     if kind == "read_gbs":
         n = _elements(total_bytes, WORD) // placed.threads * placed.threads
-        return _read_all_over(k, aligned_empty(n, 4096), placed, timing)
+        with page_buffer(n * WORD, huge, np.float64) as fresh:
+            out = _read_all_over(k, fresh[:n], placed, timing)
+            del fresh  # the mapping closes only once no view of it is left
+        return out
     n = _elements(total_bytes, 3 * WORD) // placed.threads * placed.threads
-    a, b, c = _triad_arrays(n, lambda arr, v: k.fill_placed(arr, v, placed.masks, placed.where))
-    stat = time_rate(lambda reps: k.triad_placed(a, b, c, 3.0, placed.masks, placed.where, reps),
-                     3 * WORD * n, _longer(timing))
+    with _triad_mapping(n, huge) as arrays:
+        stat = _placed_triad(k, arrays, placed, timing)
+        del arrays  # the mapping closes only once no view of it is left
     return _placed_record(placed, stat)
+
+
+def _placed_triad(k: ModuleType, arrays: tuple[np.ndarray, ...], placed: Any, timing: Timing) -> dict[str, Any]:
+    """Fill the three arrays from the placed threads (their pages), then time their triad."""
+    a, b, c = arrays
+    for arr, value in zip(arrays, (0.0, 1.0, 2.0)):
+        k.fill_placed(arr, value, placed.masks, placed.where)
+    return time_rate(lambda reps: k.triad_placed(a, b, c, 3.0, placed.masks, placed.where, reps),
+                     3 * WORD * a.shape[0], _longer(timing))
+
+
+@contextmanager
+def _triad_mapping(n: int, huge: bool) -> Iterator[tuple[np.ndarray, np.ndarray, np.ndarray]]:
+    """Three float64 arrays of `n` elements in one fresh mapping (buffers.page_buffer), the k-th
+    starting k * TRIAD_SKEW bytes past a 2 MiB boundary (as _triad_arrays skews them)."""
+    stride = -(-(n * WORD + 2 * TRIAD_SKEW) // HUGE_ALIGN) * HUGE_ALIGN
+    words, skew = stride // WORD, TRIAD_SKEW // WORD
+    with page_buffer(3 * stride, huge, np.float64) as span:
+        yield span[0:n], span[words + skew:words + skew + n], span[2 * (words + skew):2 * (words + skew) + n]
+        del span
 
 
 HANDOFF_ROUNDS = 20_000
