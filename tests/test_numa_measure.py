@@ -38,6 +38,9 @@ def _measure(**config: Any) -> dict[str, Any]:
 def _cli(*args: str) -> tuple[int, dict[str, Any]]:
     done = subprocess.run([sys.executable, "-m", "perfprobe", "numa", "--json", "--quick", "--size", "16M", *args],
                           capture_output=True, text=True, timeout=300)
+    # a run that printed no report says how it ended (its exit status: -9 is the kernel's OOM killer)
+    ended = f"perfprobe numa {' '.join(args)}: exit {done.returncode}, no report; stderr: {done.stderr.strip()[-1500:]}"
+    assert done.stdout.strip(), ended
     return done.returncode, json.loads(done.stdout)
 
 
