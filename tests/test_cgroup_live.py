@@ -14,6 +14,8 @@ from pathlib import Path
 
 import pytest
 
+from perfprobe.fleet.health_run import Deadline
+
 sys.path.insert(0, str(Path(__file__).parent))
 from cgroup_sandbox import Sandbox  # noqa: E402
 
@@ -75,5 +77,9 @@ def test_health_check_answers_within_its_deadline_on_a_slow_node(sandbox: Sandbo
     done = _run(sandbox, sys.executable, "-m", "perfprobe", "healthcheck", "--baseline", str(peer),
                 "--policy", str(policy), "--mode", "prolog", "--deadline", "12")
     took = time.monotonic() - started
-    assert done.returncode == 1 and "perfprobe: health check ran past 12 s (the node is slow)" in done.stdout, done
+    slow = done.returncode == 1 and f"perfprobe: {Deadline(12).slow()}" in done.stdout
+    # Where the hypervisor took CPU time meanwhile (this machine's own steal, over STEAL_LIMIT), the
+    # check names a busy host instead and judges nothing: the other answer it is built to give.
+    busy = done.returncode == 0 and Deadline(12).slow_while_busy() in done.stdout
+    assert slow or busy, done
     assert took < 12, took
