@@ -170,7 +170,7 @@ def test_parallel_triad_and_fill(threads: int) -> None:
 
 
 @pytest.mark.parametrize("huge", [True, False])
-def test_a_sweeps_triad_arrays_share_one_mapping_skewed_apart_and_apart(huge: bool) -> None:
+def test_a_sweeps_triad_arrays_share_one_mapping_skewed_and_apart(huge: bool) -> None:
     """Each array starts TRIAD_SKEW bytes further past a 2 MiB boundary than the one before (no 4K
     aliasing of a[i], b[i], c[i]), and none overlaps the next."""
     from perfprobe.probes.cache.buffers import HUGE_ALIGN

@@ -67,7 +67,7 @@ def build_random_cycle(buf: np.ndarray, n_lines: int, line_words: int, seed: int
     address: line i's word lands on indices 2i and up (a line is at least 8 bytes), all already
     written out. The random accesses then stay within a sixteenth of a set of 64-byte lines (fewer
     pages and cache lines to miss on); the cycle is the same, word for word, as inserting into the
-    lines themselves. Measured on the 2-vCPU EPYC guest (12-07 15:50 UTC): 9 ms against 27 for a
+    lines themselves. Measured on the 2-vCPU EPYC guest (12-07 15:25 UTC): 9 ms against 27 for a
     64 MiB set, 147-155 against 330-349 for 600 MiB (the DRAM set of a host reporting a 300 MiB L3).
     """
     index = buf.view(np.uint32)

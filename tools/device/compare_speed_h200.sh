@@ -30,8 +30,8 @@ if want planted; then
 fi
 if want health; then
     "$PY" -m perfprobe fleet "$W"/runs/run0?.json --baseline-out "$W/baseline.json" > /dev/null 2>&1
-    timeout "${HEALTH_S:-170}" "$PY" tools/healthcheck_stability.py --baseline "$W/baseline.json" --runs 20 --keep "$W/runs/health" \
-        > "$W/health.log" 2>&1
+    timeout "${HEALTH_S:-170}" "$PY" tools/healthcheck_stability.py --baseline "$W/baseline.json" --runs 20 \
+        --keep "$W/runs/health" > "$W/health.log" 2>&1
     echo "health exit $? at ${SECONDS}s" | tee -a "$W/steps.log"; pack
 fi
 if want speed; then

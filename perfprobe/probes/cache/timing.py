@@ -303,13 +303,9 @@ def placed_rate(k: ModuleType, kind: str, total_bytes: int, cpus: Sequence[int],
     MADV_HUGEPAGE): a sweep faults in a set of up to plan.ALL_THREADS_DRAM_MAX for each count and
     kind. On the H100 machine's 16-vCPU guest (12-07 15:13 UTC, 600 MiB to 1 GiB each) the fills
     of a quick run's ten took 1.0 s of its 2.3 s sweep."""
-    placed = k.Placed(cpus)
     if kind == "read_gbs":
-        n = _elements(total_bytes, WORD) // placed.threads * placed.threads
-        with page_buffer(n * WORD, huge, np.float64) as fresh:
-            out = _read_all_over(k, fresh[:n], placed, timing)
-            del fresh  # the mapping closes only once no view of it is left
-        return out
+        return read_all(k, total_bytes // max(1, len(cpus)), cpus, timing, huge=huge)
+    placed = k.Placed(cpus)
     n = _elements(total_bytes, 3 * WORD) // placed.threads * placed.threads
     with _triad_mapping(n, huge) as arrays:
         stat = _placed_triad(k, arrays, placed, timing)
