@@ -33,3 +33,25 @@ def test_tiny_real_run_gives_valid_json(capsys) -> None:
     assert result["metrics"]["latency_ns.L1"]["value"] > 0
     assert len(result["facts"]["curve"]) == 9  # 4 KiB to 64 KiB, two points a doubling
     assert result["facts"]["plan"]["limited_by"] == "--max-size"
+
+
+def test_the_one_thread_figures_run_on_the_cpu_recorded_and_move_off_an_avoided_one() -> None:
+    """facts.placement.one_thread names the CPU the calling thread timed on; with that CPU in
+    RunConfig.avoid_cpus (the health check's confirmation) another core's CPU times them, where
+    the process may use another."""
+    import os
+
+    pytest.importorskip("numba")
+    from perfprobe.engine import runner
+    from perfprobe.engine.config import Knobs, RunConfig
+
+    def one_thread(avoid: tuple[int, ...]) -> int:
+        config = RunConfig(quick=True, options=Knobs(max_size=64 << 10, repeats=1), avoid_cpus=avoid)
+        (result,) = runner.run(["cache"], config).results
+        return int(result.facts["placement"]["one_thread"])
+
+    allowed = os.sched_getaffinity(0)
+    first = one_thread(())
+    assert first in allowed and os.sched_getaffinity(0) == allowed
+    if len(allowed) > 1:
+        assert one_thread((first,)) not in (first,)

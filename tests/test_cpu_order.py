@@ -114,3 +114,37 @@ def test_pinned_threads_are_all_pinned_before_any_work_begins() -> None:
         on_pinned_threads([cpu, 1 << 20], lambda i: began.append(i))   # no CPU 1048576
     assert began == []
     assert on_pinned_threads([cpu, cpu], lambda i: (i, os.sched_getaffinity(0))) == [(0, {cpu}), (1, {cpu})]
+
+
+def test_the_one_thread_cpu_moves_off_the_avoided_and_the_sweep_keeps_its_sets(fixture_tree) -> None:
+    """The health check's confirmation (RunConfig.avoid_cpus): the next core's CPU times the
+    one-thread figures; each sweep count past one uses the same CPUs as before."""
+    host = _facts(fixture_tree, SMT_HOST)
+    usable = host["cpus"]["online"]
+    place = plan_placement(host, usable, pool=64)
+    moved = plan_placement(host, usable, pool=64, avoid=(place.one_thread,))
+    assert moved.one_thread == place.cpus[1] and moved.order[0] == moved.cpus[0] == moved.one_thread
+    assert sorted(moved.cpus) == sorted(place.cpus) and sorted(moved.order) == sorted(place.order)
+    assert moved.counts == place.counts
+    assert all(set(moved.sweep_cpus(n)) == set(place.sweep_cpus(n)) for n in place.counts if n > 1)
+    assert plan_placement(host, usable, pool=64, avoid=place.cpus) == place   # no core left: as it was
+    assert plan_placement(host, usable, pool=64, avoid=(place.cpus[2],)) == place
+
+
+@given(st.lists(st.integers(0, 63), min_size=1, max_size=16, unique=True), st.sets(st.integers(0, 63)))
+def test_avoiding_keeps_every_cpu_and_avoids_where_it_can(usable: list[int], avoid: set[int]) -> None:
+    host = {"cpus": {"online": sorted(usable), "cores": [[cpu] for cpu in sorted(usable)]}}
+    place = plan_placement(host, sorted(usable), pool=64)
+    moved = place.avoiding(avoid)
+    assert sorted(moved.cpus) == sorted(place.cpus) and moved.counts == place.counts
+    assert moved.one_thread not in avoid or set(place.cpus) <= avoid
+
+
+def test_the_calling_thread_runs_the_block_on_the_cpu_asked_and_gets_its_cpus_back() -> None:
+    from perfprobe.kernels import placement as kp
+
+    allowed = os.sched_getaffinity(0)
+    cpu = max(allowed)
+    with kp.pinned_pool(cpu):
+        assert os.sched_getaffinity(0) == {cpu}
+    assert os.sched_getaffinity(0) == allowed

@@ -232,3 +232,35 @@ def test_healthcheck_re_measures_warns_only_when_its_policy_drains_on_them(tmp_p
                              "--dry-run", *extra], capsys)
     assert code == 0 and asked == [confirms], (out, err)
     assert judged_asked == [None if confirms else tuple(KEY_METRICS)]
+
+
+def test_healthcheck_confirms_on_another_core_than_the_first_measurement(tmp_path, capsys, monkeypatch):
+    """The confirmation's one-thread figures avoid the CPU the first measurement timed them on
+    (its report's facts.placement.one_thread): one core's neighbour does not drain the node."""
+    from perfprobe.fleet import health_run
+
+    base = own_baseline(tmp_path, capsys)
+    report = json.loads((tmp_path / "me.json").read_text())
+    first = {**report, "results": [*report["results"], {"probe": "cache", "verdict": "pass", "metrics": {},
+                                                          "facts": {"placement": {"one_thread": 3}}}]}
+    calls = []
+
+    def measured(names, deadline, outputs=None, confirm_warns=True, judged=None, meanwhile=None, avoid_cpus=()):
+        calls.append((list(names), tuple(avoid_cpus)))
+        return health_run.Measured(first if len(calls) == 1 else report)
+
+    slow = ["cache:latency_ns.L2 6 ns vs baseline 5.4 (+11%)"]
+    monkeypatch.setattr(health_run, "measure", measured)
+    monkeypatch.setattr(hc, "problems", lambda rep, group, policy=hc.DEFAULT_POLICY: slow if rep is first else [])
+    code, out, err = invoke(["healthcheck", "--baseline", str(base), "--probes", "host", "--node", "n1",
+                             "--dry-run"], capsys)
+    assert code == 0 and "healthy" in out, (out, err)
+    assert calls == [(["host"], ()), (["host", "cache"], (3,))]
+
+
+def test_one_thread_cpus_read_only_whole_cpu_numbers():
+    results = [{"facts": {"placement": {"one_thread": 5}}}, {"facts": {"placement": {"one_thread": True}}},
+               {"facts": {"placement": {"one_thread": -1}}}, {"facts": {"placement": "x"}}, {"facts": None}, "x",
+               {"facts": {"placement": {"one_thread": 2}}}]
+    assert hc.one_thread_cpus({"results": results}) == (2, 5)
+    assert hc.one_thread_cpus({}) == ()

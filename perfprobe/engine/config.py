@@ -98,6 +98,10 @@ class RunConfig:
     """The figures the caller judges, "probe:pattern" (fnmatch); None: every figure. The health check
     passes its policy's metrics when it drains on no warn: a probe then leaves out the parts of its
     measurement no judged figure comes from (ProbeContext.judges), and says what it left out."""
+    avoid_cpus: tuple[int, ...] = ()
+    """CPUs a probe does not time its one-thread figures on, where it has another to use. The health
+    check's confirmation passes the first measurement's (healthcheck.one_thread_cpus): a core-private
+    figure that regressed on one core drains only if another core shows it too."""
 
     def preset(self, presets: Presets[P]) -> P:
         """The parameter set this run uses (quick or full)."""

@@ -114,7 +114,8 @@ def _checked_within(names: list[str], config: RunConfig, base: dict[str, Any], p
     The host facts are judged first, in this process: a fact that differs from the baseline (a CPU
     quota, CPUs taken away) drains without timing the node, so a node made slow by it answers at
     once with the reason; the timings run in a child that the deadline stops (health_run.py), and a
-    timing is confirmed by a re-measurement before it drains, if the deadline leaves time for one."""
+    timing is confirmed by a re-measurement before it drains, if the deadline leaves time for one,
+    with its one-thread figures on another core (healthcheck.one_thread_cpus)."""
     from perfprobe.fleet import compare, health_run, reports
     from perfprobe.fleet import healthcheck as hc
     from perfprobe.host import read_host_facts
@@ -134,7 +135,8 @@ def _checked_within(names: list[str], config: RunConfig, base: dict[str, Any], p
     slow = sorted({reports.probe_of(key) for key in hc.regressed_metrics(found)})
     if slow:  # confirm a timing before draining on it: re-measure those probes once
         again = health_run.measure(["host", *[n for n in slow if n != "host"]], clock,
-                                   confirm_warns=rules.drain_on_warn, judged=judged)
+                                   confirm_warns=rules.drain_on_warn, judged=judged,
+                                   avoid_cpus=hc.one_thread_cpus(first.report))
         if again.busy:  # the timings stay unconfirmed: facts and verdicts stand
             return Checked(first.report, hc.confirmed(found, []), again.busy)
         if again.report is None:

@@ -78,16 +78,18 @@ class Measured:
 
 def measure(names: Sequence[str], deadline: Deadline, outputs: dict[str, str | None] | None = None,
             confirm_warns: bool = True, judged: Sequence[str] | None = None,
-            meanwhile: Callable[[], object] | None = None) -> Measured:
+            meanwhile: Callable[[], object] | None = None, avoid_cpus: Sequence[int] = ()) -> Measured:
     """Run `names` (quick) in a child; the report, or the problem when it ran past the deadline or
     died. `confirm_warns` False: no timing warn is re-measured (RunConfig.confirm_warns); `judged`:
-    the only figures measured for (RunConfig.judged; None: all). `meanwhile`: work of this process
+    the only figures measured for (RunConfig.judged; None: all); `avoid_cpus`: CPUs the one-thread
+    figures are not timed on (RunConfig.avoid_cpus). `meanwhile`: work of this process
     done while the child starts (its interpreter, numba, the probes' cached kernels), before it
     measures: the child waits for the word to go (`_go`), so the two never overlap a timing."""
     with tempfile.TemporaryDirectory(prefix="perfprobe-healthcheck-") as folder:
         out = Path(folder) / "report.json"
         spec = {"names": list(names), "out": str(out), "confirm_warns": confirm_warns,
-                "judged": None if judged is None else list(judged), "wait_for_go": True, **(outputs or {})}
+                "judged": None if judged is None else list(judged), "avoid_cpus": [int(c) for c in avoid_cpus],
+                "wait_for_go": True, **(outputs or {})}
         watch = LoadWatch.start()
         child = subprocess.Popen([sys.executable, "-m", "perfprobe.fleet.health_run", json.dumps(spec)],
                                  stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, start_new_session=True)
@@ -180,7 +182,8 @@ def _child(spec_text: str) -> int:
     path = {k: Path(spec[k]) if spec.get(k) else None for k in ("output", "prom", "junit")}
     config = RunConfig(quick=True, json=True, output=path["output"], prom=path["prom"], junit=path["junit"],
                        confirm_warns=spec.get("confirm_warns") is not False,
-                       judged=None if spec.get("judged") is None else tuple(spec["judged"]))
+                       judged=None if spec.get("judged") is None else tuple(spec["judged"]),
+                       avoid_cpus=tuple(int(c) for c in spec.get("avoid_cpus") or ()))
     if spec.get("wait_for_go"):
         _ready(spec["names"])
         if sys.stdin.buffer.readline() != b"go\n":  # the parent ended first: nobody waits for a report

@@ -10,7 +10,9 @@ of the `Policy` fields):
 - a key metric worse than the baseline's median by more than max(`regression`, 3 of the baseline
   hosts' spreads), with a Mann–Whitney test of its repeats against the baseline hosts' pooled
   repeats significant (compare.judge), drains if a re-measurement of that probe shows it again (a timing is
-  confirmed before it drains; this costs time only when something looks wrong); a figure the run
+  confirmed before it drains; this costs time only when something looks wrong), its one-thread
+  figures timed on another core than the first time (one_thread_cpus): one core's neighbour, another
+  tenant on its other hardware thread, does not drain the node; a figure the run
   marked unstable never drains, and a run that marked itself disturbed drains on no metric;
 - a `warn` does not drain (`drain_on_warn: false`): warnings are what perfprobe says of a host's
   set-up, and many of them are true of every healthy host of a kind. So, unless it does, only the
@@ -118,6 +120,22 @@ def confirmed(first: list[str], second: list[str]) -> list[str]:
     facts and verdicts are not timings and stand as they are."""
     again = regressed_metrics(second)
     return [item for item in first if ":" not in item.split()[0] or item.split()[0] in again]
+
+
+def one_thread_cpus(report: Mapping[str, Any]) -> tuple[int, ...]:
+    """The CPUs `report`'s probes timed their one-thread figures on (facts.placement.one_thread,
+    the cache probe's), for the confirmation to avoid (RunConfig.avoid_cpus): a regression the
+    first core showed is confirmed on another. Why: on the H100 machine's 16-vCPU guest (12-07
+    16:14 UTC) 5 of 11 checks drained on L1 or L2 latency +10..25%, each confirmed on the CPU that
+    first showed it and none marked disturbed; one read L1 at the baseline's 1.69 ns beside L2 +11%,
+    another tenant on that core's other hardware thread, which the guest cannot see."""
+    found = set()
+    for result in report.get("results") or ():
+        place = ((result.get("facts") if isinstance(result, Mapping) else None) or {}).get("placement")
+        cpu = place.get("one_thread") if isinstance(place, Mapping) else None
+        if isinstance(cpu, int) and not isinstance(cpu, bool) and cpu >= 0:
+            found.add(cpu)
+    return tuple(sorted(found))
 
 
 def ours(drain_reason: str | None) -> bool:

@@ -129,14 +129,19 @@ class Placed:
 
 
 @contextmanager
-def pinned_pool() -> Iterator[dict[str, Any]]:
+def pinned_pool(caller: int | None = None) -> Iterator[dict[str, Any]]:
     """Run placed kernels in the block; afterwards every worker gets the CPUs the calling thread had
     when the block began (the process's affinity, --bind included), so the next probe finds the
-    pool as it was. Yields the record for the report (`layer` filled in once a region ran)."""
+    pool as it was. `caller`: the calling thread runs the block on that CPU alone (what it times
+    itself, one thread's figures, stays on one core: the OpenMP layer pins it with share 0 of each
+    region, the workqueue layer never would). Yields the record for the report (`layer` filled in
+    once a region ran)."""
     allowed = sorted(os.sched_getaffinity(0))
     record: dict[str, Any] = {"layer": None, "how": "sched_setaffinity from inside each parallel "
                               "region, share t on cpus[t]; sched_getcpu recorded per share"}
     try:
+        if caller is not None:
+            os.sched_setaffinity(0, {caller})
         yield record
     finally:
         pool = int(numba.config.NUMBA_NUM_THREADS)  # type: ignore[attr-defined]

@@ -86,7 +86,8 @@ def measure(ctx: ProbeContext) -> dict[str, Any]:
     clock, background, parts = _PhaseClock(), BackgroundMeter(), _Parts(ctx)
     dram_read = None
     toucher = first_toucher(ctx, k, place.cpus)
-    with kp.pinned_pool(), page_buffer(plan.max_bytes, huge, np.uint64, toucher) as buf:
+    one_cpu = place.one_thread  # the calling thread times the one-thread figures there (kp.pinned_pool)
+    with kp.pinned_pool(one_cpu), page_buffer(plan.max_bytes, huge, np.uint64, toucher) as buf:
         raw["curve"] = clock.run("curve", _curve, ctx, k, buf, plan, key)
         raw["curve_huge_fraction"] = huge_fraction(buf)
         if parts.wanted("pattern"):
@@ -101,8 +102,9 @@ def measure(ctx: ProbeContext) -> dict[str, Any]:
         del buf  # the mapping closes only once no view of it is left
     if parts.wanted("pages"):
         huge_ns = raw["pattern"]["random_ns"] if huge else None
-        raw["pages"] = clock.run("pages", _pages, k, plan, timing, thp, huge_ns)
-    with kp.pinned_pool() as pool:
+        with kp.pinned_pool(one_cpu):
+            raw["pages"] = clock.run("pages", _pages, k, plan, timing, thp, huge_ns)
+    with kp.pinned_pool(one_cpu) as pool:
         raw["bandwidth"] = clock.run("bandwidth", _bandwidth, ctx, k, plan, raw["curve"], place.cpus,
                                      dram_read, parts)
         if parts.wanted("sweep"):
@@ -291,19 +293,21 @@ def _pages(k: ModuleType, plan: Plan, timing: m.Timing, thp: str | None,
 
 
 def _placement(ctx: ProbeContext) -> Placement:
-    """The CPUs of the multi-threaded runs: one thread per physical core of the usable CPUs."""
+    """The CPUs of the multi-threaded runs: one thread per physical core of the usable CPUs; the
+    one-thread figures off the CPUs the caller asks to avoid (RunConfig.avoid_cpus)."""
     import numba
 
     pool = int(numba.config.NUMBA_NUM_THREADS)  # type: ignore[attr-defined]
-    return plan_placement(ctx.host, usable_cpus(ctx.host), pool)
+    return plan_placement(ctx.host, usable_cpus(ctx.host), pool, ctx.config.avoid_cpus)
 
 
 def placement_raw(ctx: ProbeContext, place: Placement) -> dict[str, Any]:
-    """The placement record of the raw numbers: the order, the all-thread CPUs, the sweep's."""
+    """The placement record of the raw numbers: the one-thread CPU, the order, the all-thread
+    CPUs, the sweep's."""
     from perfprobe.pure.cpu_order import cpu_cores, describe
 
     cores = cpu_cores(ctx.host)
-    return {"order": list(place.order), "all": describe(place.cpus, cores),
+    return {"one_thread": place.one_thread, "order": list(place.order), "all": describe(place.cpus, cores),
             "sweep": {str(n): describe(place.sweep_cpus(n), cores) for n in place.counts}}
 
 
@@ -396,11 +400,12 @@ def remeasure(ctx: ProbeContext, raw: dict[str, Any], keys: tuple[str, ...]) -> 
     huge = raw.get("curve_pages") == "2M"
     trials = max(1, tr.more_buffers(plan.dram_bytes or 0, plan.cap_bytes, 0, tr.TRIALS))  # none held yet
     toucher = first_toucher(ctx, k, place.cpus)
+    one_cpu = place.one_thread
     if "dram_latency" in keys:
-        with kp.pinned_pool():
+        with kp.pinned_pool(one_cpu):
             out["curve"] = dram_latency_trials(k, plan, key, huge, raw["curve"], trials, toucher)
     if "line" in keys or "pattern" in keys:
-        with page_buffer(plan.max_bytes, huge, np.uint64) as buf:
+        with kp.pinned_pool(one_cpu), page_buffer(plan.max_bytes, huge, np.uint64) as buf:
             if "line" in keys:
                 out["line"] = _line(k, buf, plan, timing)
             if "pattern" in keys:
@@ -412,12 +417,12 @@ def remeasure(ctx: ProbeContext, raw: dict[str, Any], keys: tuple[str, ...]) -> 
     if "line" in keys:
         out["coherency"] = coherency_edge(usable_cpus(ctx.host))
     if "core" in keys:
-        with kp.pinned_pool():
+        with kp.pinned_pool(one_cpu):
             out.update(core_figures(ctx, k, plan, key, huge, out, place.cpus))  # after dram_latency's
     if "bandwidth" in keys and "DRAM" in (raw.get("bandwidth") or {}):
         one = plan.max_bytes
         each = threads_dram_bytes(plan, len(place.cpus), one) // len(place.cpus)
-        with kp.pinned_pool():
+        with kp.pinned_pool(one_cpu):
             if plan.dram_bytes:
                 with tr.held_together(trials, plan.dram_bytes, huge, toucher) as (span, held):
                     together = threads_dram_bytes_beside(plan, len(place.cpus), plan.dram_bytes,

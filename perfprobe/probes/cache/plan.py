@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, fields
-from typing import Any, Sequence
+from typing import Any, Collection, Sequence
 
 from perfprobe.engine.config import Knobs, Presets
 from perfprobe.host.facts import CacheFacts, Facts, caches_of, plausible_cache_bytes
@@ -289,10 +289,31 @@ class Placement:
     def sweep_cpus(self, n: int) -> list[int]:
         return cpus_for(self.order, n)
 
+    @property
+    def one_thread(self) -> int:
+        """The CPU the one-thread figures are timed on: the latency curve, each level's one-thread
+        read and triad (the calling thread, pinned there), the sweep's first point."""
+        return self.cpus[0]
 
-def plan_placement(host: Facts, usable: Sequence[int], pool: int) -> Placement:
+    def avoiding(self, avoid: Collection[int]) -> Placement:
+        """This placement with its one-thread CPU moved off `avoid`: the first of `cpus` (one a
+        physical core) not in it goes first in `cpus` and `order`, the rest keeping their order;
+        unchanged where every core is avoided. The sweep's counts, and the set of CPUs each count
+        past one uses, stay as they were on a host of one node (the order is core by core)."""
+        chosen = next((cpu for cpu in self.cpus if cpu not in avoid), None)
+        if chosen is None or chosen == self.cpus[0]:
+            return self
+        return Placement(_first(self.order, chosen), _first(self.cpus, chosen), self.counts)
+
+
+def _first(cpus: tuple[int, ...], chosen: int) -> tuple[int, ...]:
+    return (chosen, *(cpu for cpu in cpus if cpu != chosen))
+
+
+def plan_placement(host: Facts, usable: Sequence[int], pool: int, avoid: Collection[int] = ()) -> Placement:
     """One thread per physical core of the usable CPUs for "all threads" (SMT siblings only in the
-    sweep's last point, when there are some), at most `pool` (numba's thread pool) threads."""
+    sweep's last point, when there are some), at most `pool` (numba's thread pool) threads; the
+    one-thread figures on a core not in `avoid` where there is one (Placement.avoiding)."""
     order = placement_order(usable, cpu_cores(host))[:max(1, pool)] or [0]
     cores = physical_cores(order, cpu_cores(host))
-    return Placement(tuple(order), tuple(order[:cores]), tuple(sweep_counts(cores, len(order))))
+    return Placement(tuple(order), tuple(order[:cores]), tuple(sweep_counts(cores, len(order)))).avoiding(avoid)
