@@ -74,6 +74,7 @@ def healthcheck(
     base = _baseline(baseline, names)  # exit 2 unless it holds figures of the probes asked
     config = RunConfig(quick=True, json=True, output=output, prom=prom, junit=junit)
     outputs.check_writable(outputs.targets(config))
+    not_confirmed: tuple[str, ...] = ()
     if detached:
         report = _last_background(state)
         if report is None:
@@ -83,7 +84,7 @@ def healthcheck(
         group = _group(base, report["host"], baseline)
         found = hc.problems(report, group, rules)
     else:
-        report, found, busy = _checked_within(names, config, base, baseline, rules, clock)
+        report, found, busy, not_confirmed = _checked_within(names, config, base, baseline, rules, clock)
         if busy and not found:  # nothing to drain on, nothing shown healthy: leave the node as it is
             _say(json_out, {"node": node_name, "healthy": None, "action": "none", "message": busy, "problems": []})
             raise typer.Exit(0)
@@ -92,8 +93,10 @@ def healthcheck(
     held = hc.disturbed(report, "this run") if report else []
     if held:  # facts and verdicts were judged; figures were not
         message += f" (no figure judged, the run was disturbed: {'; '.join(held)})"
+    if not_confirmed:
+        message += f" (not confirmed on another core: {'; '.join(not_confirmed)})"
     _say(json_out, {"node": node_name, "healthy": not found, "action": action, "message": message,
-                    "problems": found})
+                    "problems": found, "not_confirmed": list(not_confirmed)})
     raise typer.Exit(1 if found else 0)
 
 
@@ -104,6 +107,8 @@ class Checked(NamedTuple):
     report: dict[str, Any] | None
     found: list[str]
     busy: str | None = None
+    not_confirmed: tuple[str, ...] = ()
+    """Regressions the first measurement showed and the re-measurement, on another core, did not."""
 
 
 def _checked_within(names: list[str], config: RunConfig, base: dict[str, Any], path: Path, rules: Any,
@@ -141,7 +146,8 @@ def _checked_within(names: list[str], config: RunConfig, base: dict[str, Any], p
             return Checked(first.report, hc.confirmed(found, []), again.busy)
         if again.report is None:
             return Checked(first.report, [str(again.problem), *found])
-        found = hc.confirmed(found, hc.problems(again.report, group, rules))
+        kept = hc.confirmed(found, hc.problems(again.report, group, rules))
+        return Checked(first.report, kept, not_confirmed=tuple(item for item in found if item not in kept))
     return Checked(first.report, found)
 
 
