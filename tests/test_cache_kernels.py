@@ -196,6 +196,21 @@ def test_a_sweep_point_times_its_threads_over_a_mapping_of_its_own(kind: str) ->
     assert stat["repeats"] == 3 and stat["median"] > 0 and len(stat["cpus"]) == len(cpus)
 
 
+@pytest.mark.parametrize("huge", [True, False])
+def test_triad_rates_time_one_thread_then_all_over_one_mapping(huge: bool) -> None:
+    """The bandwidth phase's triad (DRAM's over 2 MiB pages where THP allows, as the sweep's):
+    one thread over its set, then every thread over its share, each record with its count and CPUs."""
+    import os
+
+    from perfprobe.probes.cache.timing import Timing, triad_rates
+
+    cpus = sorted(os.sched_getaffinity(0))[:2]
+    out = triad_rates(k, 3 << 20, 1 << 20, cpus, Timing(0.0005, 3), huge=huge)
+    assert out["bytes_1t"] <= 3 << 20 and out["bytes_each"] <= 1 << 20
+    assert out["1t"]["repeats"] == 3 and out["1t"]["median"] > 0
+    assert out["all"]["median"] > 0 and len(out["all"]["cpus"]) == len(cpus)
+
+
 def test_pair_costs_count_a_block_as_two_loads_in_every_figure() -> None:
     import statistics
 

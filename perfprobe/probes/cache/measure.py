@@ -106,7 +106,7 @@ def measure(ctx: ProbeContext) -> dict[str, Any]:
             raw["pages"] = clock.run("pages", _pages, k, plan, timing, thp, huge_ns)
     with kp.pinned_pool(one_cpu) as pool:
         raw["bandwidth"] = clock.run("bandwidth", _bandwidth, ctx, k, plan, raw["curve"], place.cpus,
-                                     dram_read, parts)
+                                     dram_read, parts, None, huge)
         if parts.wanted("sweep"):
             raw["sweep"] = clock.run("sweep", _sweep, ctx, k, plan, timing, place, huge)
         elif ctx.judges("read_gbs.DRAM.all"):  # its relations rest on the sweep's ends: time those
@@ -342,19 +342,19 @@ def _sweep(ctx: ProbeContext, k: ModuleType, plan: Plan, timing: m.Timing,
 
 def _bandwidth(ctx: ProbeContext, k: ModuleType, plan: Plan, curve: dict[str, Any],
                cpus: Sequence[int], dram_read: dict[str, Any] | None = None,
-               parts: _Parts | None = None, only: Sequence[str] | None = None) -> dict[str, Any]:
+               parts: _Parts | None = None, only: Sequence[str] | None = None, huge: bool = False) -> dict[str, Any]:
     """Read and triad GB/s inside each measured level and in DRAM, 1 thread and all threads
     (one a physical core, `cpus`); DRAM read, a key figure, is `dram_read` (measured over trial
     buffers, trials.read_trials) where given, else timed as a key figure (`_timing`). With `parts`,
     a level's kind no judged figure comes from is left out ("read_gbs L1"); with `only`, the
-    levels not named are."""
+    levels not named are. `huge`: DRAM's triad arrays get 2 MiB pages (triad_rates), as its read's
+    trial buffers and the sweep's arrays have."""
     ns = [p["median"] for p in curve["latency_ns"]]
     levels = read_levels(curve["sizes_bytes"], ns, plan.min_points,
                          reaches_dram(plan.max_bytes, plan.llc_bytes), len(data_caches(ctx.host)),
                          fixed=fixed_sets(plan.as_raw()))
     targets = {name: sets for name, sets in bandwidth_targets(levels, ctx.host, plan).items()
                if only is None or name in only}
-    rates = dict(zip(KINDS, (m.read_rates, m.triad_rates)))
     out: dict[str, Any] = {}
     with ctx.progress("cache bandwidth", 2 * len(targets)) as task:
         for name, (one, each) in targets.items():
@@ -364,8 +364,9 @@ def _bandwidth(ctx: ProbeContext, k: ModuleType, plan: Plan, curve: dict[str, An
                     task.advance()
                     continue
                 key_figure = (name, kind) == ("DRAM", "read_gbs")
+                rate = m.read_rates if kind == "read_gbs" else partial(m.triad_rates, huge=huge and name == "DRAM")
                 out[name][kind] = (dram_read if key_figure and dram_read else once_more_if_implausible(
-                    partial(rates[kind], k, one, each, cpus, _timing(plan, key=key_figure))))
+                    partial(rate, k, one, each, cpus, _timing(plan, key=key_figure))))
                 task.advance()
     return {name: kinds for name, kinds in out.items() if kinds}
 
@@ -433,7 +434,7 @@ def remeasure(ctx: ProbeContext, raw: dict[str, Any], keys: tuple[str, ...]) -> 
             else:
                 read = m.read_rates(k, one, each, place.cpus, key)
             out["bandwidth"] = {**out["bandwidth"], "DRAM": {
-                "read_gbs": read, "triad_gbs": m.triad_rates(k, one, each, place.cpus, timing)}}
+                "read_gbs": read, "triad_gbs": m.triad_rates(k, one, each, place.cpus, timing, huge)}}
     return out
 
 

@@ -192,13 +192,6 @@ def _longer(timing: Timing) -> Timing:
     return Timing(max(timing.run_s, timing.all_threads_s), timing.repeats, timing.all_threads_s)
 
 
-def _triad_arrays(n: int, fill: Callable[[np.ndarray, float], None]) -> tuple[np.ndarray, ...]:
-    arrays = tuple(aligned_empty(n, 4096, k * TRIAD_SKEW) for k in range(3))
-    for arr, value in zip(arrays, (0.0, 1.0, 2.0)):
-        fill(arr, value)
-    return arrays
-
-
 def _placed_record(placed: Any, stat: dict[str, Any]) -> dict[str, Any]:
     """A placed figure with the CPUs its shares ran on (sched_getcpu after pinning)."""
     return {**stat, "cpus": [int(c) for c in placed.where], "pinned": placed.verified()}
@@ -276,18 +269,19 @@ def read_rates_in(k: ModuleType, a: np.ndarray, one_bytes: int, each_bytes: int,
 
 
 def triad_rates(k: ModuleType, one_bytes: int, each_bytes: int, cpus: Sequence[int],
-                timing: Timing) -> dict[str, Any]:
+                timing: Timing, huge: bool = False) -> dict[str, Any]:
     """Triad bandwidth (GB/s, STREAM counting: 24 bytes an element) over three arrays totalling
-    `one_bytes` on one thread, then `each_bytes` per thread, one thread on each of `cpus`."""
+    `one_bytes` on one thread, then `each_bytes` per thread, one thread on each of `cpus`; the
+    arrays in one fresh mapping (2 MiB pages where `huge`, as the sweep's triad: `placed_rate`),
+    first touched by the threads on `cpus`."""
     placed = k.Placed(cpus)
     one_n, each_n = _elements(one_bytes, 3 * WORD), _elements(each_bytes, 3 * WORD)
-    n = max(one_n, each_n * placed.threads)
-    a, b, c = _triad_arrays(n, lambda arr, v: k.fill_placed(arr, v, placed.masks, placed.where))
     m = each_n * placed.threads
-    one = time_rate(lambda reps: k.triad(a[:one_n], b[:one_n], c[:one_n], 3.0, reps),
-                    3 * WORD * one_n, timing)
-    many = time_rate(lambda reps: k.triad_placed(a[:m], b[:m], c[:m], 3.0, placed.masks,
-                                                 placed.where, reps), 3 * WORD * m, _longer(timing))
+    with _triad_mapping(max(one_n, m), huge) as arrays:
+        _fill_triad(k, arrays, placed)
+        one = _triad_rate(k, tuple(x[:one_n] for x in arrays), timing)
+        many = _triad_rate(k, tuple(x[:m] for x in arrays), _longer(timing), placed)
+        del arrays  # the mapping closes only once no view of it is left
     return {"bytes_1t": 3 * WORD * one_n, "bytes_each": 3 * WORD * each_n, "1t": one,
             "all": _placed_record(placed, many)}
 
@@ -315,17 +309,29 @@ def placed_rate(k: ModuleType, kind: str, total_bytes: int, cpus: Sequence[int],
 
 def _placed_triad(k: ModuleType, arrays: tuple[np.ndarray, ...], placed: Any, timing: Timing) -> dict[str, Any]:
     """Fill the three arrays from the placed threads (their pages), then time their triad."""
-    a, b, c = arrays
+    _fill_triad(k, arrays, placed)
+    return _triad_rate(k, arrays, _longer(timing), placed)
+
+
+def _fill_triad(k: ModuleType, arrays: Sequence[np.ndarray], placed: Any) -> None:
     for arr, value in zip(arrays, (0.0, 1.0, 2.0)):
         k.fill_placed(arr, value, placed.masks, placed.where)
+
+
+def _triad_rate(k: ModuleType, arrays: Sequence[np.ndarray], timing: Timing, placed: Any = None) -> dict[str, Any]:
+    """GB/s of a = b + 3c over `arrays`: the calling thread alone, or split among `placed`'s threads."""
+    a, b, c = arrays
+    if placed is None:
+        return time_rate(lambda reps: k.triad(a, b, c, 3.0, reps), 3 * WORD * a.shape[0], timing)
     return time_rate(lambda reps: k.triad_placed(a, b, c, 3.0, placed.masks, placed.where, reps),
-                     3 * WORD * a.shape[0], _longer(timing))
+                     3 * WORD * a.shape[0], timing)
 
 
 @contextmanager
 def _triad_mapping(n: int, huge: bool) -> Iterator[tuple[np.ndarray, np.ndarray, np.ndarray]]:
     """Three float64 arrays of `n` elements in one fresh mapping (buffers.page_buffer), the k-th
-    starting k * TRIAD_SKEW bytes past a 2 MiB boundary (as _triad_arrays skews them)."""
+    starting k * TRIAD_SKEW bytes past a 2 MiB boundary (TRIAD_SKEW: the three streams' lines
+    apart in the cache sets)."""
     stride = -(-(n * WORD + 2 * TRIAD_SKEW) // HUGE_ALIGN) * HUGE_ALIGN
     words, skew = stride // WORD, TRIAD_SKEW // WORD
     with page_buffer(3 * stride, huge, np.float64) as span:
