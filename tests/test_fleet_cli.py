@@ -241,21 +241,28 @@ def test_healthcheck_confirms_on_another_core_than_the_first_measurement(tmp_pat
 
     base = own_baseline(tmp_path, capsys)
     report = json.loads((tmp_path / "me.json").read_text())
-    first = {**report, "results": [*report["results"], {"probe": "cache", "verdict": "pass", "metrics": {},
-                                                          "facts": {"placement": {"one_thread": 3}}}]}
-    calls = []
 
-    def measured(names, deadline, outputs=None, confirm_warns=True, judged=None, meanwhile=None, avoid_cpus=()):
-        calls.append((list(names), tuple(avoid_cpus)))
-        return health_run.Measured(first if len(calls) == 1 else report)
+    def on(cpu: int) -> dict:
+        return {**report, "results": [*report["results"], {"probe": "cache", "verdict": "pass", "metrics": {},
+                                                           "facts": {"placement": {"one_thread": cpu}}}]}
 
-    slow = ["cache:latency_ns.L2 6 ns vs baseline 5.4 (+11%)"]
-    monkeypatch.setattr(health_run, "measure", measured)
+    first, slow = on(3), ["cache:latency_ns.L2 6 ns vs baseline 5.4 (+11%)"]
     monkeypatch.setattr(hc, "problems", lambda rep, group, policy=hc.DEFAULT_POLICY: slow if rep is first else [])
-    code, out, err = invoke(["healthcheck", "--baseline", str(base), "--probes", "host", "--node", "n1",
-                             "--dry-run"], capsys)
-    assert code == 0 and "healthy" in out and "not confirmed on another core: " + slow[0] in out, (out, err)
-    assert calls == [(["host"], ()), (["host", "cache"], (3,))]
+    for second, where in ((on(4), "on another core"), (on(3), "on a re-measurement")):  # one CPU: it could not move
+        calls: list = []
+
+        def measured(names, deadline, outputs=None, confirm_warns=True, judged=None, meanwhile=None,
+                     avoid_cpus=(), second=second, calls=calls):
+            calls.append((list(names), tuple(avoid_cpus)))
+            return health_run.Measured(first if len(calls) == 1 else second)
+
+        monkeypatch.setattr(health_run, "measure", measured)
+        code, out, err = invoke(["healthcheck", "--baseline", str(base), "--probes", "host", "--node", "n1",
+                                 "--dry-run", "--json"], capsys)
+        verdict = json.loads(out)
+        assert code == 0 and verdict["healthy"] is True, (out, err)
+        assert f"not confirmed {where}: {slow[0]}" in verdict["message"] and verdict["not_confirmed"] == slow
+        assert calls == [(["host"], ()), (["host", "cache"], (3,))]
 
 
 def test_one_thread_cpus_read_only_whole_cpu_numbers():

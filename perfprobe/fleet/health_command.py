@@ -74,19 +74,21 @@ def healthcheck(
     base = _baseline(baseline, names)  # exit 2 unless it holds figures of the probes asked
     config = RunConfig(quick=True, json=True, output=output, prom=prom, junit=junit)
     outputs.check_writable(outputs.targets(config))
-    not_confirmed: tuple[str, ...] = ()
+    not_confirmed, confirmed_where = (), ""
     if detached:
         report = _last_background(state)
         if report is None:
-            _say(json_out, {"node": node_name, "healthy": None, "action": "none",
+            _say(json_out, {"node": node_name, "healthy": None, "action": "none", "not_confirmed": [],
                             "message": f"no finished background run in {state} yet; started one"})
             raise typer.Exit(0)
         group = _group(base, report["host"], baseline)
         found = hc.problems(report, group, rules)
     else:
-        report, found, busy, not_confirmed = _checked_within(names, config, base, baseline, rules, clock)
+        report, found, busy, not_confirmed, confirmed_where = _checked_within(names, config, base, baseline,
+                                                                             rules, clock)
         if busy and not found:  # nothing to drain on, nothing shown healthy: leave the node as it is
-            _say(json_out, {"node": node_name, "healthy": None, "action": "none", "message": busy, "problems": []})
+            _say(json_out, {"node": node_name, "healthy": None, "action": "none", "message": busy, "problems": [],
+                            "not_confirmed": []})
             raise typer.Exit(0)
     action = _act(mode, node_name, found, dry_run)
     message = hc.reason(found) if found else "healthy against the baseline"
@@ -94,7 +96,7 @@ def healthcheck(
     if held:  # facts and verdicts were judged; figures were not
         message += f" (no figure judged, the run was disturbed: {'; '.join(held)})"
     if not_confirmed:
-        message += f" (not confirmed on another core: {'; '.join(not_confirmed)})"
+        message += f" (not confirmed {confirmed_where}: {'; '.join(not_confirmed)})"
     _say(json_out, {"node": node_name, "healthy": not found, "action": action, "message": message,
                     "problems": found, "not_confirmed": list(not_confirmed)})
     raise typer.Exit(1 if found else 0)
@@ -108,7 +110,10 @@ class Checked(NamedTuple):
     found: list[str]
     busy: str | None = None
     not_confirmed: tuple[str, ...] = ()
-    """Regressions the first measurement showed and the re-measurement, on another core, did not."""
+    """Regressions the first measurement showed and the re-measurement did not."""
+    confirmed_where: str = ""
+    """Where the re-measurement ran: "on another core" where its one-thread figures moved off the
+    first measurement's CPU, else "on a re-measurement" (no other core, or no probe that says)."""
 
 
 def _checked_within(names: list[str], config: RunConfig, base: dict[str, Any], path: Path, rules: Any,
@@ -138,16 +143,18 @@ def _checked_within(names: list[str], config: RunConfig, base: dict[str, Any], p
         return Checked(None, ahead, first.busy) if first.busy else Checked(None, ahead + [str(first.problem)])
     found = hc.problems(first.report, group, rules)
     slow = sorted({reports.probe_of(key) for key in hc.regressed_metrics(found)})
-    if slow:  # confirm a timing before draining on it: re-measure those probes once
+    if slow:  # confirm a timing before draining on it: re-measure those probes once, on another core
+        avoided = hc.one_thread_cpus(first.report)
         again = health_run.measure(["host", *[n for n in slow if n != "host"]], clock,
-                                   confirm_warns=rules.drain_on_warn, judged=judged,
-                                   avoid_cpus=hc.one_thread_cpus(first.report))
+                                   confirm_warns=rules.drain_on_warn, judged=judged, avoid_cpus=avoided)
         if again.busy:  # the timings stay unconfirmed: facts and verdicts stand
             return Checked(first.report, hc.confirmed(found, []), again.busy)
         if again.report is None:
             return Checked(first.report, [str(again.problem), *found])
         kept = hc.confirmed(found, hc.problems(again.report, group, rules))
-        return Checked(first.report, kept, not_confirmed=tuple(item for item in found if item not in kept))
+        moved = bool(avoided) and not set(hc.one_thread_cpus(again.report)) & set(avoided)
+        return Checked(first.report, kept, not_confirmed=tuple(item for item in found if item not in kept),
+                       confirmed_where="on another core" if moved else "on a re-measurement")
     return Checked(first.report, found)
 
 

@@ -19,10 +19,11 @@ HUGE_ALIGN = 2 << 20  # THP size on x86-64 and most arm64 kernels: align so whol
 
 
 @contextmanager
-def page_buffer(n_bytes: int, huge: bool, dtype: type = np.int64,
+def page_buffer(n_bytes: int, huge: bool | None, dtype: type = np.int64,
                 touch: Callable[[np.ndarray], None] | None = None) -> Iterator[np.ndarray]:
     """A zero-filled numpy view of `n_bytes` (rounded up to whole pages) of fresh anonymous memory,
-    huge pages asked or refused, first touched by `touch` (of the view) where given.
+    huge pages asked (True) or refused (False), or no advice given (None: the pages THP's own
+    setting gives, as numpy's arrays get), first touched by `touch` (of the view) where given.
 
     The mapping is over-allocated by one huge page and the view starts at a 2 MiB boundary.
     """
@@ -31,7 +32,7 @@ def page_buffer(n_bytes: int, huge: bool, dtype: type = np.int64,
     raw: np.ndarray | None = None
     view: np.ndarray | None = None
     try:
-        advice = getattr(mmap, "MADV_HUGEPAGE" if huge else "MADV_NOHUGEPAGE", None)
+        advice = None if huge is None else getattr(mmap, "MADV_HUGEPAGE" if huge else "MADV_NOHUGEPAGE", None)
         if advice is not None:
             try:
                 mapping.madvise(advice)

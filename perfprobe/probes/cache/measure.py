@@ -89,6 +89,7 @@ def measure(ctx: ProbeContext) -> dict[str, Any]:
     one_cpu = place.one_thread  # the calling thread times the one-thread figures there (kp.pinned_pool)
     with kp.pinned_pool(one_cpu), page_buffer(plan.max_bytes, huge, np.uint64, toucher) as buf:
         raw["curve"] = clock.run("curve", _curve, ctx, k, buf, plan, key)
+        one_pinned = os.sched_getaffinity(0) == {one_cpu}  # where the curve was timed, read back
         raw["curve_huge_fraction"] = huge_fraction(buf)
         if parts.wanted("pattern"):
             raw["pattern"] = clock.run("pattern", _pattern, k, buf, plan, timing)
@@ -112,7 +113,7 @@ def measure(ctx: ProbeContext) -> dict[str, Any]:
         elif ctx.judges("read_gbs.DRAM.all"):  # its relations rest on the sweep's ends: time those
             parts.partly("sweep", "sweep between one thread and the most, and its triad")
             raw["sweep"] = clock.run("sweep ends", _sweep, ctx, k, plan, timing, place, huge, True)
-    raw["placement"] = {**pool, **placement_raw(ctx, place)}
+    raw["placement"] = {**pool, **placement_raw(ctx, place), "one_thread_pinned": one_pinned}
     if parts.left_out:
         raw["not_judged"] = parts.left_out
     raw["phase_seconds"] = clock.seconds
@@ -347,8 +348,8 @@ def _bandwidth(ctx: ProbeContext, k: ModuleType, plan: Plan, curve: dict[str, An
     (one a physical core, `cpus`); DRAM read, a key figure, is `dram_read` (measured over trial
     buffers, trials.read_trials) where given, else timed as a key figure (`_timing`). With `parts`,
     a level's kind no judged figure comes from is left out ("read_gbs L1"); with `only`, the
-    levels not named are. `huge`: DRAM's triad arrays get 2 MiB pages (triad_rates), as its read's
-    trial buffers and the sweep's arrays have."""
+    levels not named are. `huge`: DRAM's triad arrays get 2 MiB pages asked (triad_rates), as its
+    read's trial buffers and the sweep's arrays have; the cache levels' get no advice, as before."""
     ns = [p["median"] for p in curve["latency_ns"]]
     levels = read_levels(curve["sizes_bytes"], ns, plan.min_points,
                          reaches_dram(plan.max_bytes, plan.llc_bytes), len(data_caches(ctx.host)),
@@ -364,7 +365,7 @@ def _bandwidth(ctx: ProbeContext, k: ModuleType, plan: Plan, curve: dict[str, An
                     task.advance()
                     continue
                 key_figure = (name, kind) == ("DRAM", "read_gbs")
-                rate = m.read_rates if kind == "read_gbs" else partial(m.triad_rates, huge=huge and name == "DRAM")
+                rate = m.read_rates if kind == "read_gbs" else partial(m.triad_rates, huge=huge if name == "DRAM" else None)
                 out[name][kind] = (dram_read if key_figure and dram_read else once_more_if_implausible(
                     partial(rate, k, one, each, cpus, _timing(plan, key=key_figure))))
                 task.advance()

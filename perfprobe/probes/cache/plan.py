@@ -298,8 +298,9 @@ class Placement:
     def avoiding(self, avoid: Collection[int]) -> Placement:
         """This placement with its one-thread CPU moved off `avoid`: the first of `cpus` (one a
         physical core) not in it goes first in `cpus` and `order`, the rest keeping their order;
-        unchanged where every core is avoided. The sweep's counts, and the set of CPUs each count
-        past one uses, stay as they were on a host of one node (the order is core by core)."""
+        unchanged where every core is avoided. Where only the first is avoided (the health check's
+        confirmation), the chosen CPU is the second, so each sweep count past one uses the same
+        CPUs as before, the first two swapped."""
         chosen = next((cpu for cpu in self.cpus if cpu not in avoid), None)
         if chosen is None or chosen == self.cpus[0]:
             return self

@@ -269,11 +269,11 @@ def read_rates_in(k: ModuleType, a: np.ndarray, one_bytes: int, each_bytes: int,
 
 
 def triad_rates(k: ModuleType, one_bytes: int, each_bytes: int, cpus: Sequence[int],
-                timing: Timing, huge: bool = False) -> dict[str, Any]:
+                timing: Timing, huge: bool | None = None) -> dict[str, Any]:
     """Triad bandwidth (GB/s, STREAM counting: 24 bytes an element) over three arrays totalling
     `one_bytes` on one thread, then `each_bytes` per thread, one thread on each of `cpus`; the
-    arrays in one fresh mapping (2 MiB pages where `huge`, as the sweep's triad: `placed_rate`),
-    first touched by the threads on `cpus`."""
+    arrays in one fresh mapping (2 MiB pages asked where `huge`, as the sweep's triad, `placed_rate`;
+    None: no advice, the pages THP's setting gives), first touched by the threads on `cpus`."""
     placed = k.Placed(cpus)
     one_n, each_n = _elements(one_bytes, 3 * WORD), _elements(each_bytes, 3 * WORD)
     m = each_n * placed.threads
@@ -328,7 +328,7 @@ def _triad_rate(k: ModuleType, arrays: Sequence[np.ndarray], timing: Timing, pla
 
 
 @contextmanager
-def _triad_mapping(n: int, huge: bool) -> Iterator[tuple[np.ndarray, np.ndarray, np.ndarray]]:
+def _triad_mapping(n: int, huge: bool | None) -> Iterator[tuple[np.ndarray, np.ndarray, np.ndarray]]:
     """Three float64 arrays of `n` elements in one fresh mapping (buffers.page_buffer), the k-th
     starting k * TRIAD_SKEW bytes past a 2 MiB boundary (TRIAD_SKEW: the three streams' lines
     apart in the cache sets)."""
