@@ -74,7 +74,8 @@ def healthcheck(
     base = _baseline(baseline, names)  # exit 2 unless it holds figures of the probes asked
     config = RunConfig(quick=True, json=True, output=output, prom=prom, junit=junit)
     outputs.check_writable(outputs.targets(config))
-    not_confirmed, confirmed_where = (), ""
+    not_confirmed: tuple[str, ...] = ()
+    confirmed_where = ""
     if detached:
         report = _last_background(state)
         if report is None:
