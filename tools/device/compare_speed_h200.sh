@@ -6,6 +6,8 @@
 # $OUT; a summary is printed last.
 #   OUT=/tmp/o bash tools/device/compare_speed_h200.sh       (STEPS="compare planted health speed")
 #   OUT=/tmp/o STEPS="health speed" RUNS_FROM=.devruns/runs.tgz bash tools/device/compare_speed_h200.sh
+#   STEPS="scan compare health": first tools/core_scan.py for SCAN_S seconds (default 45): L1/L2
+#   latency and the clock on each CPU in turn, to tell one core's slowdowns from the package's.
 # The machine lacks jsonschema: carry .whl (README "device") and install it first, as the caller does.
 set -u
 STEPS=${STEPS:-"compare planted health speed"}
@@ -18,6 +20,11 @@ pack() { tar -czf "$OUT/runs.tgz" -C "$W" runs 2>/dev/null; cp "$W"/*.md "$W"/*.
 uptime > "$W/steps.log"
 # RUNS_FROM: a runs.tgz an earlier call brought back (carried), for health without compare
 if [ -n "${RUNS_FROM:-}" ]; then tar -xzf "$RUNS_FROM" -C "$W"; fi
+if want scan; then
+    timeout $(( ${SCAN_S:-45} + 15 )) "$PY" tools/core_scan.py --seconds "${SCAN_S:-45}" --json "$W/scan.json" \
+        > "$W/scan.log" 2>&1
+    echo "scan exit $? at ${SECONDS}s" | tee -a "$W/steps.log"; cp "$W/scan.json" "$OUT/" 2>/dev/null
+fi
 if want compare; then
     timeout 280 "$PY" tools/compare_stability.py --runs 5 --ordered --against-baseline --out "$W/runs" \
         --md "$W/compare-stability.md" -- --require-gpu > "$W/compare.log" 2>&1
@@ -39,5 +46,6 @@ if want speed; then
     echo "speed exit $? at ${SECONDS}s" | tee -a "$W/steps.log"; pack
 fi
 uptime >> "$W/steps.log"; pack
-cat "$W/steps.log"; grep -E "pairs with|need|against" "$W/compare.log" | head -8
+cat "$W/steps.log"; grep -E "^(l1|l2|ghz):" "$W/scan.log" 2>/dev/null
+grep -E "pairs with|need|against" "$W/compare.log" | head -8
 tail -25 "$W/planted.log" 2>/dev/null; tail -4 "$W/health.log" 2>/dev/null; grep -E "wall|exit" "$W/speed.log" 2>/dev/null | head -8
