@@ -44,21 +44,24 @@ def clock_ghz(steps: int = 2_000_000, repeats: int = 5) -> float:
     return 2.0 / best
 
 
-def _half_l2(sysfs: str = "/sys/devices/system/cpu/cpu0/cache/index2/size") -> int:
-    """Half of CPU 0's L2 as sysfs reports it ("2048K"), else 512 KiB: a set inside the L2."""
-    try:
-        text = open(sysfs).read().strip().upper()
-        return int(text.rstrip("K")) * 1024 // 2 if text.endswith("K") else int(text) // 2
-    except (OSError, ValueError):
-        return 512 << 10
+def _half_l2() -> int:
+    """Half the L2 this host reports (its host facts, as the cache probe reads them), else 512 KiB:
+    a set inside the L2."""
+    from perfprobe.host import read_host_facts
+    from perfprobe.probes.cache.plan import data_caches
+
+    l2 = data_caches(read_host_facts())[1:2]
+    size = int(l2[0].get("size_bytes") or 0) if l2 else 0
+    return size // 2 if size else 512 << 10
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seconds", type=float, default=120.0)
-    parser.add_argument("--l2-bytes", type=int, default=_half_l2())
+    parser.add_argument("--l2-bytes", type=int, default=None, help="the L2 set (default: half the reported L2)")
     parser.add_argument("--json", default=None)
     args = parser.parse_args()
+    l2_bytes = args.l2_bytes or _half_l2()
 
     from perfprobe.kernels import cache_kernels as k
     from perfprobe.probes.cache import timing as m
@@ -69,7 +72,7 @@ def main() -> int:
     rounds: list[dict[str, Any]] = []
     clock_ghz(1000, 1)
     end = time.monotonic() + args.seconds
-    with page_buffer(args.l2_bytes, True, np.uint64) as buf:
+    with page_buffer(l2_bytes, True, np.uint64) as buf:
         try:
             while time.monotonic() < end:
                 row: dict[str, Any] = {"t": round(time.time(), 1), "cpus": {}}
@@ -77,7 +80,7 @@ def main() -> int:
                     os.sched_setaffinity(0, {cpu})
                     ghz = clock_ghz()
                     l1 = m.random_chase_ns(k, buf, 16 << 10, 64, timing)["median"]
-                    l2 = m.random_chase_ns(k, buf, args.l2_bytes, 64, timing)["median"]
+                    l2 = m.random_chase_ns(k, buf, l2_bytes, 64, timing)["median"]
                     row["cpus"][cpu] = {"ghz": round(ghz, 3), "l1": round(l1, 3), "l2": round(l2, 3)}
                 rounds.append(row)
         finally:

@@ -79,7 +79,7 @@ def healthcheck(
     if detached:
         report = _last_background(state)
         if report is None:
-            _say(json_out, {"node": node_name, "healthy": None, "action": "none", "not_confirmed": [],
+            _say(json_out, {"node": node_name, "healthy": None, "action": "none",
                             "message": f"no finished background run in {state} yet; started one"})
             raise typer.Exit(0)
         group = _group(base, report["host"], baseline)
@@ -88,8 +88,7 @@ def healthcheck(
         report, found, busy, not_confirmed, confirmed_where = _checked_within(names, config, base, baseline,
                                                                              rules, clock)
         if busy and not found:  # nothing to drain on, nothing shown healthy: leave the node as it is
-            _say(json_out, {"node": node_name, "healthy": None, "action": "none", "message": busy, "problems": [],
-                            "not_confirmed": []})
+            _say(json_out, {"node": node_name, "healthy": None, "action": "none", "message": busy, "problems": []})
             raise typer.Exit(0)
     action = _act(mode, node_name, found, dry_run)
     message = hc.reason(found) if found else "healthy against the baseline"
@@ -229,8 +228,9 @@ def _act(mode: str, node: str | None, found: list[str], dry_run: bool) -> str:
 
 
 def _say(json_out: bool, verdict: dict[str, Any]) -> None:
+    """The verdict, one line of text or of JSON; every JSON verdict has `not_confirmed` ([]: none)."""
     if json_out:
-        sys.stdout.write(json.dumps(verdict) + "\n")
+        sys.stdout.write(json.dumps({**verdict, "not_confirmed": verdict.get("not_confirmed", [])}) + "\n")
         return
     state = {True: "healthy", False: "UNHEALTHY", None: "no result"}[verdict["healthy"]]
     sys.stdout.write(f"perfprobe healthcheck: node {verdict['node'] or '(none)'}: {state}; "

@@ -302,18 +302,14 @@ def placed_rate(k: ModuleType, kind: str, total_bytes: int, cpus: Sequence[int],
     placed = k.Placed(cpus)
     n = _elements(total_bytes, 3 * WORD) // placed.threads * placed.threads
     with _triad_mapping(n, huge) as arrays:
-        stat = _placed_triad(k, arrays, placed, timing)
+        _fill_triad(k, arrays, placed)  # the placed threads' pages
+        stat = _triad_rate(k, arrays, _longer(timing), placed)
         del arrays  # the mapping closes only once no view of it is left
     return _placed_record(placed, stat)
 
 
-def _placed_triad(k: ModuleType, arrays: tuple[np.ndarray, ...], placed: Any, timing: Timing) -> dict[str, Any]:
-    """Fill the three arrays from the placed threads (their pages), then time their triad."""
-    _fill_triad(k, arrays, placed)
-    return _triad_rate(k, arrays, _longer(timing), placed)
-
-
 def _fill_triad(k: ModuleType, arrays: Sequence[np.ndarray], placed: Any) -> None:
+    """Fill the three arrays from the placed threads: each share's pages land where its thread runs."""
     for arr, value in zip(arrays, (0.0, 1.0, 2.0)):
         k.fill_placed(arr, value, placed.masks, placed.where)
 
