@@ -40,7 +40,7 @@ def test_a_busy_host_is_left_as_it_is_and_said_so(tmp_path, capsys, monkeypatch)
                              "--dry-run", "--json"], capsys)
     assert code == 0 and "scontrol" not in err, (out, err)
     assert json.loads(out) == {"node": "n1", "healthy": None, "action": "none", "message": note, "problems": [],
-                               "not_confirmed": []}
+                               "not_confirmed": [], "waiting": []}
 
 
 def test_a_busy_re_measurement_drains_on_facts_only(monkeypatch):

@@ -6,7 +6,9 @@ baseline and count the drains. Every drain of an unchanged, quiet host is a fals
 B.json is a baseline (`perfprobe fleet RUNS/ --baseline-out B.json`, e.g. from the reports
 `make bench-compare` keeps) or one healthy report. Prints each check's verdict and problems, then
 "false drains: K of N"; exit 0 only when K is 0. --keep DIR writes each check's report there
-(checkNN.json, healthcheck -o), so a drain can be read figure by figure afterwards.
+(checkNN.json, healthcheck -o), so a drain can be read figure by figure afterwards. Checks under a
+policy that drains only on consecutive checks (`-- --policy P.json --state DIR`, P holding
+regression_checks) count the checks where a regression waited for the next.
 """
 
 from __future__ import annotations
@@ -43,7 +45,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--runs", type=int, default=20)
     parser.add_argument("--keep", type=Path, help="write each check's report here (checkNN.json)")
     args = parser.parse_args(args_in[: args_in.index("--")] if "--" in args_in else args_in)
-    drains = spared = 0
+    drains = spared = waited = 0
     if args.keep:
         args.keep.mkdir(parents=True, exist_ok=True)
     for i in range(args.runs):
@@ -52,9 +54,11 @@ def main(argv: list[str] | None = None) -> int:
         drained = verdict.get("healthy") is False
         drains += drained
         spared += bool(verdict.get("not_confirmed"))
+        waited += bool(verdict.get("waiting"))
         print(f"check {i + 1:2d}: {'DRAIN' if drained else 'healthy'} in {elapsed:.1f} s: {verdict.get('message')}")
     print(f"false drains: {drains} of {args.runs}")
     print(f"checks with a regression the re-measurement did not confirm: {spared} of {args.runs}")
+    print(f"checks with a confirmed regression waiting for the next check (regression_checks): {waited} of {args.runs}")
     return 0 if drains == 0 else 1
 
 

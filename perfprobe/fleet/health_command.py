@@ -45,7 +45,8 @@ def healthcheck(
         detached: Annotated[bool, typer.Option("--detached", help=(
             "Judge the last finished background run; start the next one (all --quick) in the background."))] = False,
         state: Annotated[Path, typer.Option("--state", metavar="DIR", show_default=False, help=(
-            f"Where --detached keeps its runs (default {DEFAULT_STATE})."))] = DEFAULT_STATE,
+            f"Where --detached keeps its runs, and the policy's regression_checks their count "
+            f"(default {DEFAULT_STATE})."))] = DEFAULT_STATE,
         dry_run: Annotated[bool, typer.Option("--dry-run", help="Print the scontrol command instead of running it.")] = False,
         json_out: Annotated[bool, typer.Option("--json", help="Print the verdict as JSON on stdout.")] = False,
         prom: Annotated[Optional[Path], typer.Option("--prom", metavar="FILE", help="Also write node_exporter's textfile.")] = None,
@@ -90,15 +91,23 @@ def healthcheck(
         if busy and not found:  # nothing to drain on, nothing shown healthy: leave the node as it is
             _say(json_out, {"node": node_name, "healthy": None, "action": "none", "message": busy, "problems": []})
             raise typer.Exit(0)
+    held = hc.disturbed(report, "this run") if report else []
+    waiting: list[str] = []
+    uncounted = ""
+    if rules.regression_checks > 1 and report is not None and not held:  # a judged check moves the streaks
+        found, waiting, uncounted = _streaks(found, state, rules)
     action = _act(mode, node_name, found, dry_run)
     message = hc.reason(found) if found else "healthy against the baseline"
-    held = hc.disturbed(report, "this run") if report else []
     if held:  # facts and verdicts were judged; figures were not
         message += f" (no figure judged, the run was disturbed: {'; '.join(held)})"
     if not_confirmed:
         message += f" (not confirmed {confirmed_where}: {'; '.join(not_confirmed)})"
+    if waiting:
+        message += f" (waiting for {rules.regression_checks} consecutive checks to drain: {'; '.join(waiting)})"
+    if uncounted:
+        message += f" (drained at the first check: {uncounted})"
     _say(json_out, {"node": node_name, "healthy": not found, "action": action, "message": message,
-                    "problems": found, "not_confirmed": list(not_confirmed)})
+                    "problems": found, "not_confirmed": list(not_confirmed), "waiting": waiting})
     raise typer.Exit(1 if found else 0)
 
 
@@ -156,6 +165,33 @@ def _checked_within(names: list[str], config: RunConfig, base: dict[str, Any], p
         return Checked(first.report, kept, not_confirmed=tuple(item for item in found if item not in kept),
                        confirmed_where="on another core" if moved else "on a re-measurement")
     return Checked(first.report, found)
+
+
+def _streaks(found: list[str], state: Path, rules: Any) -> tuple[list[str], list[str], str]:
+    """(what drains, what waits for more consecutive checks, why the checks could not be counted):
+    this check's confirmed regressions added to the streaks kept in `state` (health_streak.py).
+    Where the streaks cannot be read, every regression drains now and the count starts again from
+    this check; where they cannot be written, every regression drains now."""
+    import time
+
+    from perfprobe.fleet import health_streak
+    from perfprobe.fleet import healthcheck as hc
+
+    now, unreadable = time.time(), ""
+    try:
+        before = health_streak.previous(state, now, rules.regression_gap_s)
+    except health_streak.StreakError as exc:
+        before, unreadable = {}, f"the count of consecutive checks could not be read: {exc}"
+    regressed = hc.regressed_metrics(found)
+    counts = hc.streaks(before, regressed)
+    try:
+        health_streak.save(state, counts, now)
+    except health_streak.StreakError as exc:
+        return found, [], f"the count of consecutive checks could not be kept: {exc}" if regressed else ""
+    if unreadable:
+        return found, [], unreadable if regressed else ""
+    drains, waits = hc.held_for_streak(found, counts, rules)
+    return drains, waits, ""
 
 
 def _outputs(config: RunConfig) -> dict[str, str | None]:
@@ -228,9 +264,11 @@ def _act(mode: str, node: str | None, found: list[str], dry_run: bool) -> str:
 
 
 def _say(json_out: bool, verdict: dict[str, Any]) -> None:
-    """The verdict, one line of text or of JSON; every JSON verdict has `not_confirmed` ([]: none)."""
+    """The verdict, one line of text or of JSON; every JSON verdict has `not_confirmed` and `waiting`
+    ([]: none)."""
     if json_out:
-        sys.stdout.write(json.dumps({**verdict, "not_confirmed": verdict.get("not_confirmed", [])}) + "\n")
+        sys.stdout.write(json.dumps({**verdict, "not_confirmed": verdict.get("not_confirmed", []),
+                                     "waiting": verdict.get("waiting", [])}) + "\n")
         return
     state = {True: "healthy", False: "UNHEALTHY", None: "no result"}[verdict["healthy"]]
     sys.stdout.write(f"perfprobe healthcheck: node {verdict['node'] or '(none)'}: {state}; "
