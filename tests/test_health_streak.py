@@ -50,11 +50,11 @@ def test_what_waits_is_named_with_its_count():
 
 def test_the_count_is_kept_between_checks_and_forgotten_after_the_gap(tmp_path):
     state = tmp_path / "state"
-    assert health_streak.previous(state, 1000.0, 60.0) == {}
-    health_streak.save(state, {"cache:a": 2}, 1000.0)
-    assert health_streak.previous(state, 1050.0, 60.0) == {"cache:a": 2}
-    assert health_streak.previous(state, 1061.0, 60.0) == {}  # the checks stopped for longer than the gap
-    assert health_streak.previous(state, 999.0, 60.0) == {}   # written in the future: the clock went back
+    assert health_streak.previous(state, 1000.0, 60.0) == health_streak.Streaks({})
+    health_streak.save(state, health_streak.Streaks({"cache:a": 2}, "2026-12-07T22:04:15Z"), 1000.0)
+    assert health_streak.previous(state, 1050.0, 60.0) == ({"cache:a": 2}, "2026-12-07T22:04:15Z")
+    assert health_streak.previous(state, 1061.0, 60.0).counts == {}  # the checks stopped for longer than the gap
+    assert health_streak.previous(state, 999.0, 60.0).counts == {}   # written in the future: the clock went back
     assert sorted(p.name for p in state.iterdir()) == [health_streak.STREAK_FILE]
 
 
@@ -75,7 +75,7 @@ def test_a_fifo_in_its_place_is_refused_without_blocking(tmp_path):
 def test_an_unwritable_folder_is_an_error_and_leaves_nothing(tmp_path):
     (tmp_path / "file").write_text("")
     with pytest.raises(health_streak.StreakError, match="cannot write"):
-        health_streak.save(tmp_path / "file" / "state", {"cache:a": 1}, 1.0)
+        health_streak.save(tmp_path / "file" / "state", health_streak.Streaks({"cache:a": 1}), 1.0)
 
 
 @pytest.mark.parametrize("policy, needle", [({"regression_checks": 0}, "regression_checks"),
@@ -104,9 +104,11 @@ def checks(tmp_path, capsys, monkeypatch):
     report["disturbance"] = {"disturbed": False}  # whatever else ran beside this test's `host` run
     (tmp_path / "policy.json").write_text(json.dumps({"regression_checks": 2}))
     shown = [True]
+    runs = iter(range(10_000))
     monkeypatch.setattr(hc, "problems", lambda rep, group, policy=hc.DEFAULT_POLICY:  # as problems: none if disturbed
                         [SLOW] if shown[0] and not hc.disturbed(rep, "run") else [])
-    monkeypatch.setattr(health_run, "measure", lambda *a, **k: health_run.Measured(report))
+    monkeypatch.setattr(health_run, "measure", lambda *a, **k: health_run.Measured(  # each run its own start
+        {**report, "host": {**report["host"], "time_utc": f"2026-12-07T22:00:00.{next(runs):06d}Z"}}))
 
     def check(state: Path, regressed: bool = True) -> tuple[int, dict]:
         shown[0] = regressed
@@ -153,3 +155,28 @@ def test_a_count_that_cannot_be_kept_drains_at_once(tmp_path, checks):
     (tmp_path / "file").write_text("")
     code, verdict = checks(tmp_path / "file" / "state")
     assert code == 1 and "could not be kept" in verdict["message"]
+
+
+def test_detached_counts_the_background_run_it_judges_once(tmp_path, capsys, monkeypatch):
+    """--detached judges the last finished background run until the next one finishes: two checks
+    of one run are one check of the streak, a new run the next."""
+    from perfprobe.fleet import health_command
+
+    base = own_baseline(tmp_path, capsys)
+    report = json.loads((tmp_path / "me.json").read_text())
+    report["disturbance"] = {"disturbed": False}
+    (tmp_path / "policy.json").write_text(json.dumps({"regression_checks": 2}))
+    monkeypatch.setattr(hc, "problems", lambda rep, group, policy=hc.DEFAULT_POLICY: [SLOW])
+    last = {**report, "host": {**report["host"], "time_utc": "2026-12-07T22:00:00Z"}}
+    monkeypatch.setattr(health_command, "_last_background", lambda state: last)
+    state = tmp_path / "state"
+    for _ in range(3):
+        code, out, err = invoke(["healthcheck", "--baseline", str(base), "--probes", "host", "--node", "n1",
+                                 "--dry-run", "--json", "--detached", "--policy", str(tmp_path / "policy.json"),
+                                 "--state", str(state)], capsys)
+        assert code == 0 and json.loads(out)["waiting"], (out, err)
+    last = {**report, "host": {**report["host"], "time_utc": "2026-12-07T22:05:00Z"}}
+    code, out, err = invoke(["healthcheck", "--baseline", str(base), "--probes", "host", "--node", "n1", "--dry-run",
+                             "--json", "--detached", "--policy", str(tmp_path / "policy.json"), "--state", str(state)],
+                            capsys)
+    assert code == 1 and json.loads(out)["problems"] == [SLOW]

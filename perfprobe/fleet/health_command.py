@@ -95,7 +95,7 @@ def healthcheck(
     waiting: list[str] = []
     uncounted = ""
     if rules.regression_checks > 1 and report is not None and not held:  # a judged check moves the streaks
-        found, waiting, uncounted = _streaks(found, state, rules)
+        found, waiting, uncounted = _streaks(found, state, rules, str((report.get("host") or {}).get("time_utc") or ""))
     action = _act(mode, node_name, found, dry_run)
     message = hc.reason(found) if found else "healthy against the baseline"
     if held:  # facts and verdicts were judged; figures were not
@@ -167,9 +167,10 @@ def _checked_within(names: list[str], config: RunConfig, base: dict[str, Any], p
     return Checked(first.report, found)
 
 
-def _streaks(found: list[str], state: Path, rules: Any) -> tuple[list[str], list[str], str]:
+def _streaks(found: list[str], state: Path, rules: Any, run: str) -> tuple[list[str], list[str], str]:
     """(what drains, what waits for more consecutive checks, why the checks could not be counted):
-    this check's confirmed regressions added to the streaks kept in `state` (health_streak.py).
+    this check's confirmed regressions added to the streaks kept in `state` (health_streak.py); a
+    run (`run`: its host.time_utc) already counted is not counted again.
     Where the streaks cannot be read, every regression drains now and the count starts again from
     this check; where they cannot be written, every regression drains now."""
     import time
@@ -177,15 +178,16 @@ def _streaks(found: list[str], state: Path, rules: Any) -> tuple[list[str], list
     from perfprobe.fleet import health_streak
     from perfprobe.fleet import healthcheck as hc
 
-    now, unreadable = time.time(), ""
+    now, unreadable, regressed = time.time(), "", hc.regressed_metrics(found)
     try:
         before = health_streak.previous(state, now, rules.regression_gap_s)
     except health_streak.StreakError as exc:
-        before, unreadable = {}, f"the count of consecutive checks could not be read: {exc}"
-    regressed = hc.regressed_metrics(found)
-    counts = hc.streaks(before, regressed)
+        before, unreadable = health_streak.Streaks({}), f"the count of consecutive checks could not be read: {exc}"
+    if run and before.run == run:  # --detached judging the run it judged last time: counted once
+        return hc.held_for_streak(found, before.counts, rules) + ("",)
+    counts = hc.streaks(before.counts, regressed)
     try:
-        health_streak.save(state, counts, now)
+        health_streak.save(state, health_streak.Streaks(counts, run), now)
     except health_streak.StreakError as exc:
         return found, [], f"the count of consecutive checks could not be kept: {exc}" if regressed else ""
     if unreadable:
