@@ -165,7 +165,7 @@ complete -c perfprobe -n '__fish_seen_subcommand_from healthcheck' -l node -x -d
 complete -c perfprobe -n '__fish_seen_subcommand_from healthcheck' -l probes -x -d 'Probes to run, quick (default host,cache).'
 complete -c perfprobe -n '__fish_seen_subcommand_from healthcheck' -l policy -r -F -d 'JSON overrides of the drain policy (README: healthcheck).'
 complete -c perfprobe -n '__fish_seen_subcommand_from healthcheck' -l detached -d 'Judge the last finished background run; start the next one (all --quick) in the background.'
-complete -c perfprobe -n '__fish_seen_subcommand_from healthcheck' -l state -x -a '(__fish_complete_directories)' -d 'Where --detached keeps its runs (default /var/tmp/perfprobe-healthcheck).'
+complete -c perfprobe -n '__fish_seen_subcommand_from healthcheck' -l state -x -a '(__fish_complete_directories)' -d 'Where --detached keeps its runs, and the policys regression_checks their count (default /var/tmp/perfprobe-healthcheck).'
 complete -c perfprobe -n '__fish_seen_subcommand_from healthcheck' -l dry-run -d 'Print the scontrol command instead of running it.'
 complete -c perfprobe -n '__fish_seen_subcommand_from healthcheck' -l json -d 'Print the verdict as JSON on stdout.'
 complete -c perfprobe -n '__fish_seen_subcommand_from healthcheck' -l prom -r -F -d 'Also write node_exporters textfile.'
