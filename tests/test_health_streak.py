@@ -180,3 +180,23 @@ def test_detached_counts_the_background_run_it_judges_once(tmp_path, capsys, mon
                              "--json", "--detached", "--policy", str(tmp_path / "policy.json"), "--state", str(state)],
                             capsys)
     assert code == 1 and json.loads(out)["problems"] == [SLOW]
+
+
+def test_a_confirmation_cut_off_on_a_busy_host_neither_extends_nor_breaks_a_streak(tmp_path, checks, monkeypatch):
+    """The first run showed the regression and a fact; the re-measurement that would confirm the
+    timing was cut off while the host was busy: the fact drains, the streak stays where it was."""
+    state = tmp_path / "state"
+    assert checks(state)[0] == 0  # 1 of 2
+    before = (state / health_streak.STREAK_FILE).read_text()
+    fact = "usable CPUs 1 vs baseline 2"
+    monkeypatch.setattr(hc, "problems", lambda rep, group, policy=hc.DEFAULT_POLICY: [SLOW, fact])
+    first = health_run.measure
+    calls = []
+
+    def measured(*args, **kwargs):
+        calls.append(1)
+        return first() if len(calls) == 1 else health_run.Measured(None, busy="busy")
+    monkeypatch.setattr(health_run, "measure", measured)
+    code, verdict = checks(state)
+    assert code == 1 and verdict["problems"] == [fact] and verdict["waiting"] == []
+    assert (state / health_streak.STREAK_FILE).read_text() == before

@@ -77,6 +77,7 @@ def healthcheck(
     outputs.check_writable(outputs.targets(config))
     not_confirmed: tuple[str, ...] = ()
     confirmed_where = ""
+    busy: str | None = None
     if detached:
         report = _last_background(state)
         if report is None:
@@ -94,7 +95,7 @@ def healthcheck(
     held = hc.disturbed(report, "this run") if report else []
     waiting: list[str] = []
     uncounted = ""
-    if rules.regression_checks > 1 and report is not None and not held:  # a judged check moves the streaks
+    if rules.regression_checks > 1 and report is not None and not held and not busy:  # judged timings move streaks
         found, waiting, uncounted = _streaks(found, state, rules, str((report.get("host") or {}).get("time_utc") or ""))
     action = _act(mode, node_name, found, dry_run)
     message = hc.reason(found) if found else "healthy against the baseline"
