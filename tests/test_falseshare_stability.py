@@ -202,7 +202,7 @@ def _stand_in(alone_ns: float, many_ns: float, calls: list) -> SimpleNamespace:
 
 
 @pytest.mark.parametrize("many_ns, timed_cases", [(18.0, 2), (6.6, 2 + 8)])
-def test_the_re_measurement_times_the_load_witness_first_and_the_rest_only_if_it_now_holds(many_ns, timed_cases):
+def test_the_stability_re_measurement_times_the_load_witness_first_and_the_rest_only_if_it_holds(many_ns, timed_cases):
     """The H100 guest's run (2026-12-06 07:20 UTC, padded counters at 0.36 of one thread's speed): where the
     re-timed witness (one thread and 16 threads on counters 256 B apart) still shows shared CPUs, the
     other six cases are not timed (their figures would be left out again); where it holds, all eight
@@ -211,7 +211,7 @@ def test_the_re_measurement_times_the_load_witness_first_and_the_rest_only_if_it
     raw, calls = data["raw"]["falseshare"], []
     ctx = ProbeContext(config=RunConfig(quick=True), host=data["host"], progress=null_progress)
     assert not measure.threads_kept_cpus(raw, data["host"])
-    out = measure.retimed(ctx, _stand_in(6.6, many_ns, calls), raw)
+    out = measure.retimed(ctx, _stand_in(6.6, many_ns, calls), raw, witness_first=True)
     rounds = plan.WARMUP_ROUNDS + plan.QUICK.repeats
     assert len(calls) == rounds * timed_cases
     assert set(calls[:2 * rounds]) == {(1, 256), (16, 256)}
@@ -232,3 +232,28 @@ def test_a_run_whose_threads_kept_their_cpus_re_times_everything_at_once():
     threads = raw["threads"]
     expected = len([c for c in raw["cases"] if c["kind"] == "atomic" and c["threads"] in (threads, 1)])
     assert len(calls) == (plan.WARMUP_ROUNDS + plan.QUICK.repeats) * expected
+
+
+def test_only_the_stability_re_measurement_takes_the_witness_first_and_a_warn_s_confirmation_re_times_all():
+    """A warn is confirmed on numbers timed twice: its keys ("atomic", "distance") re-time all eight
+    cases even where the witness still fails; the stability re-measurement's own key takes the
+    witness first, and the figures a fired witness names are all under that key."""
+    data = json.loads((DATA / "falseshare_xeon16c_h100_cpus_shared.json").read_text())
+    raw, host = data["raw"]["falseshare"], data["host"]
+    found = broken(judged("falseshare_xeon16c_h100_cpus_shared.json"))
+    assert found and falseshare.PROBE.remeasure_keys(found) == (plan.WITNESSED,)
+    for keys, witness_first in ((("atomic", "distance"), False), ((plan.WITNESSED,), True)):
+        seen: list = []
+
+        def retimed(ctx, kernels, raw, witness_first=False, seen=seen):
+            seen.append(witness_first)
+            return raw
+        ctx = ProbeContext(config=RunConfig(quick=True), host=host, progress=null_progress)
+        with pytest.MonkeyPatch.context() as patch:
+            patch.setattr(measure, "retimed", retimed)
+            measure.remeasure(ctx, raw, keys)
+        assert seen == [witness_first]
+    calls: list = []
+    measure.retimed(ProbeContext(config=RunConfig(quick=True), host=host, progress=null_progress),
+                    _stand_in(6.6, 18.0, calls), raw)
+    assert len(calls) == (plan.WARMUP_ROUNDS + plan.QUICK.repeats) * 8

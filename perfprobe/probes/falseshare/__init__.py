@@ -19,7 +19,7 @@ from perfprobe.host.facts import Facts
 from perfprobe.probes.falseshare import rules, tables
 from perfprobe.probes.falseshare.declared import DECLARED
 from perfprobe.probes.falseshare.figures import typed
-from perfprobe.probes.falseshare.plan import check_plan
+from perfprobe.probes.falseshare.plan import WITNESSED, check_plan
 from perfprobe.system.bind import node_cpus, usable_cpus
 from perfprobe.system.budget import host_memory_budget
 
@@ -80,4 +80,5 @@ PROBE = Probe(name=DECLARED.name, title="False sharing and core-to-core latency"
               requires=(UsableCpus(2, "two threads on different CPUs"),), check_knobs=check_knobs,
               relations=RELATIONS, spread_bound=SPREAD_BOUND,
               rests_on={"atomic": ("ns_per_update.atomic.*", "true_sharing_ns_per_update.*"),
-                        "scaling": ("scaling_efficiency.atomic",)})
+                        "scaling": ("scaling_efficiency.atomic",)},
+              remeasures={WITNESSED: ATOMIC_FIGURES})

@@ -17,6 +17,7 @@ from perfprobe.probes.falseshare.plan import (
     PRESETS,
     RETRIES,
     WARMUP_ROUNDS,
+    WITNESSED,
     Case,
     Settings,
     cpu_cores,
@@ -128,25 +129,28 @@ def _pingpong(ctx: ProbeContext, kernels: Any, order: Sequence[int], settings: S
 
 
 def remeasure(ctx: ProbeContext, raw: dict[str, Any], keys: tuple[str, ...]) -> dict[str, Any]:
-    """Confirmation (perfprobe/engine/confirm.py) and the stability re-measurement: re-time only what
-    the figures rest on — the atomic cases at the most threads (every spacing and true sharing) and
-    the one-thread padded case — and return `raw` with those cases replaced (same CPUs and iteration
-    counts as the first run). Where the first run's threads lost their CPUs (the load witness,
-    threads_kept_cpus), the witness's two cases are re-timed first, and the rest only if they now
-    keep their speed: else every figure resting on them is left out again and the first measurement
-    stands (the runner keeps the one with fewer unstable figures), so timing the rest buys nothing.
-    On the H100 machine's 16-vCPU guest the witness fired in every run and its re-measurement took
-    1.6-1.7 s of a 21 s `all --quick` (12-07 22:23 UTC, docs/benchmarks.md)."""
+    """Re-time only what the atomic figures rest on — the atomic cases at the most threads (every
+    spacing and true sharing) and the one-thread padded case — and return `raw` with those cases
+    replaced (same CPUs and iteration counts as the first run). Two callers:
+    - a warn's confirmation (perfprobe/engine/confirm.py; keys such as "atomic", "distance"): all
+      of them, always, so a confirmed warn rests on numbers timed twice;
+    - the stability re-measurement (runner._stable, key WITNESSED: PROBE.remeasures), where the
+      first run's threads lost their CPUs (the load witness, threads_kept_cpus): the witness's two
+      cases first, the rest only if they now keep their speed. Else every figure resting on them is
+      left out again and the first measurement stands (the runner keeps the one with fewer unstable
+      figures), so timing the rest buys nothing: on the H100 machine's 16-vCPU guest the witness
+      fired in every run, and re-measuring the whole probe took 1.6-1.7 s of a 21 s `all --quick`
+      (12-07 22:23 UTC, docs/benchmarks.md)."""
     from perfprobe.kernels import falseshare_kernels as kernels
 
-    return retimed(ctx, kernels, raw)
+    return retimed(ctx, kernels, raw, witness_first=tuple(keys) == (WITNESSED,))
 
 
-def retimed(ctx: ProbeContext, kernels: Any, raw: dict[str, Any]) -> dict[str, Any]:
+def retimed(ctx: ProbeContext, kernels: Any, raw: dict[str, Any], witness_first: bool = False) -> dict[str, Any]:
     """remeasure's work with the kernels passed in (tests drive it with a stand-in)."""
     threads, widest = int(raw["threads"]), max(int(s) for s in raw["spacings_bytes"])
     again = [c for c in raw["cases"] if c["kind"] == "atomic" and c["threads"] in (threads, 1)]
-    if not threads_kept_cpus(raw, ctx.host):
+    if witness_first and not threads_kept_cpus(raw, ctx.host):
         witness = [c for c in again if int(c["spacing_bytes"]) == widest]
         first = _replaced(raw, _time_again(ctx, kernels, witness))
         if not threads_kept_cpus(first, ctx.host):
