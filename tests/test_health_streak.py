@@ -105,8 +105,8 @@ def checks(tmp_path, capsys, monkeypatch):
     (tmp_path / "policy.json").write_text(json.dumps({"regression_checks": 2}))
     shown = [True]
     runs = iter(range(10_000))
-    monkeypatch.setattr(hc, "problems", lambda rep, group, policy=hc.DEFAULT_POLICY:  # as problems: none if disturbed
-                        [SLOW] if shown[0] and not hc.disturbed(rep, "run") else [])
+    monkeypatch.setattr(hc, "problems", lambda rep, group, policy=hc.DEFAULT_POLICY:  # as problems: none if disturbed,
+                        [SLOW] if shown[0] and rep.get("results") and not hc.disturbed(rep, "run") else [])  # no facts
     monkeypatch.setattr(health_run, "measure", lambda *a, **k: health_run.Measured(  # each run its own start
         {**report, "host": {**report["host"], "time_utc": f"2026-12-07T22:00:00.{next(runs):06d}Z"}}))
 
@@ -189,7 +189,8 @@ def test_a_confirmation_cut_off_on_a_busy_host_neither_extends_nor_breaks_a_stre
     assert checks(state)[0] == 0  # 1 of 2
     before = (state / health_streak.STREAK_FILE).read_text()
     fact = "usable CPUs 1 vs baseline 2"
-    monkeypatch.setattr(hc, "problems", lambda rep, group, policy=hc.DEFAULT_POLICY: [SLOW, fact])
+    monkeypatch.setattr(hc, "problems", lambda rep, group, policy=hc.DEFAULT_POLICY:
+                        [SLOW, fact] if rep.get("results") else [])
     first = health_run.measure
     calls = []
 
@@ -200,3 +201,43 @@ def test_a_confirmation_cut_off_on_a_busy_host_neither_extends_nor_breaks_a_stre
     code, verdict = checks(state)
     assert code == 1 and verdict["problems"] == [fact] and verdict["waiting"] == []
     assert (state / health_streak.STREAK_FILE).read_text() == before
+
+
+def test_a_waiting_regression_leaves_the_node_as_it_is(tmp_path, checks):
+    """Neither drained (1 of 2) nor resumed: a node perfprobe drained that still shows the regression
+    at the first check of a new streak (the policy raised, the checks stopped) stays drained."""
+    code, verdict = checks(tmp_path / "state")
+    assert code == 0 and verdict["waiting"] and verdict["action"] == "none"
+
+
+def test_a_disturbed_confirmation_neither_extends_nor_breaks_a_streak(tmp_path, checks, monkeypatch):
+    state = tmp_path / "state"
+    assert checks(state)[0] == 0
+    before = (state / health_streak.STREAK_FILE).read_text()
+    first, calls = health_run.measure, []
+
+    def measured(*args, **kwargs):
+        calls.append(1)
+        report = first().report
+        if len(calls) % 2 == 0:  # each check's re-measurement marked itself disturbed
+            report = {**report, "disturbance": {"disturbed": True, "why": ["the hypervisor took 9%"]}}
+        return health_run.Measured(report)
+    monkeypatch.setattr(health_run, "measure", measured)
+    code, verdict = checks(state)
+    assert code == 0 and verdict["not_confirmed"] == [SLOW] and verdict["waiting"] == []
+    assert (state / health_streak.STREAK_FILE).read_text() == before
+
+
+def test_a_check_under_one_check_forgets_the_counts_of_an_earlier_policy(tmp_path, checks):
+    state = tmp_path / "state"
+    assert checks(state)[0] == 0 and (state / health_streak.STREAK_FILE).exists()
+    (tmp_path / "policy.json").write_text(json.dumps({"regression_checks": 1}))
+    assert checks(state)[0] == 1
+    assert not (state / health_streak.STREAK_FILE).exists()
+    (tmp_path / "policy.json").write_text(json.dumps({"regression_checks": 2}))
+    assert checks(state)[0] == 0  # 1 of 2 again, not 2 of 2 from the count before
+
+
+def test_a_long_run_name_is_kept_within_the_schema(tmp_path):
+    health_streak.save(tmp_path, health_streak.Streaks({"cache:a": 1}, "x" * 500), 10.0)
+    assert health_streak.previous(tmp_path, 11.0, 60.0).run == "x" * health_streak.RUN_CHARS

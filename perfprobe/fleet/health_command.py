@@ -11,6 +11,7 @@ In Prolog mode nothing is called: the reason is printed and the exit status is S
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import sys
@@ -77,7 +78,7 @@ def healthcheck(
     outputs.check_writable(outputs.targets(config))
     not_confirmed: tuple[str, ...] = ()
     confirmed_where = ""
-    busy: str | None = None
+    timed = True
     if detached:
         report = _last_background(state)
         if report is None:
@@ -87,17 +88,20 @@ def healthcheck(
         group = _group(base, report["host"], baseline)
         found = hc.problems(report, group, rules)
     else:
-        report, found, busy, not_confirmed, confirmed_where = _checked_within(names, config, base, baseline,
-                                                                             rules, clock)
+        report, found, busy, not_confirmed, confirmed_where, timed = _checked_within(names, config, base, baseline,
+                                                                                    rules, clock)
         if busy and not found:  # nothing to drain on, nothing shown healthy: leave the node as it is
             _say(json_out, {"node": node_name, "healthy": None, "action": "none", "message": busy, "problems": []})
             raise typer.Exit(0)
     held = hc.disturbed(report, "this run") if report else []
     waiting: list[str] = []
     uncounted = ""
-    if rules.regression_checks > 1 and report is not None and not held and not busy:  # judged timings move streaks
+    if rules.regression_checks == 1:
+        _forget_streaks(state)  # a later policy of more checks starts counting afresh
+    elif report is not None and timed and not held:  # timings judged to the end move the streaks
         found, waiting, uncounted = _streaks(found, state, rules, str((report.get("host") or {}).get("time_utc") or ""))
-    action = _act(mode, node_name, found, dry_run)
+    # a regression waiting for its next check leaves the node as it is: not drained yet, not resumed
+    action = "none" if waiting and not found else _act(mode, node_name, found, dry_run)
     message = hc.reason(found) if found else "healthy against the baseline"
     if held:  # facts and verdicts were judged; figures were not
         message += f" (no figure judged, the run was disturbed: {'; '.join(held)})"
@@ -124,6 +128,10 @@ class Checked(NamedTuple):
     confirmed_where: str = ""
     """Where the re-measurement ran: "on another core" where its one-thread figures moved off the
     first measurement's CPU, else "on a re-measurement" (no other core, or no probe that says)."""
+    timed: bool = True
+    """Whether the node's timings were judged to the end: False where a differing fact left them
+    unmeasured, or the confirming re-measurement was cut off, failed or disturbed. Such a check
+    neither extends nor breaks a streak of consecutive regressions (Policy.regression_checks)."""
 
 
 def _checked_within(names: list[str], config: RunConfig, base: dict[str, Any], path: Path, rules: Any,
@@ -152,19 +160,22 @@ def _checked_within(names: list[str], config: RunConfig, base: dict[str, Any], p
     if first.report is None:
         return Checked(None, ahead, first.busy) if first.busy else Checked(None, ahead + [str(first.problem)])
     found = hc.problems(first.report, group, rules)
+    if ahead:  # the timings were not measured: the facts drain
+        return Checked(first.report, found, timed=False)
     slow = sorted({reports.probe_of(key) for key in hc.regressed_metrics(found)})
     if slow:  # confirm a timing before draining on it: re-measure those probes once, on another core
         avoided = hc.one_thread_cpus(first.report)
         again = health_run.measure(["host", *[n for n in slow if n != "host"]], clock,
                                    confirm_warns=rules.drain_on_warn, judged=judged, avoid_cpus=avoided)
         if again.busy:  # the timings stay unconfirmed: facts and verdicts stand
-            return Checked(first.report, hc.confirmed(found, []), again.busy)
+            return Checked(first.report, hc.confirmed(found, []), again.busy, timed=False)
         if again.report is None:
-            return Checked(first.report, [str(again.problem), *found])
+            return Checked(first.report, [str(again.problem), *found], timed=False)
         kept = hc.confirmed(found, hc.problems(again.report, group, rules))
         moved = bool(avoided) and not set(hc.one_thread_cpus(again.report)) & set(avoided)
         return Checked(first.report, kept, not_confirmed=tuple(item for item in found if item not in kept),
-                       confirmed_where="on another core" if moved else "on a re-measurement")
+                       confirmed_where="on another core" if moved else "on a re-measurement",
+                       timed=not hc.disturbed(again.report, "run"))
     return Checked(first.report, found)
 
 
@@ -181,20 +192,31 @@ def _streaks(found: list[str], state: Path, rules: Any, run: str) -> tuple[list[
 
     now, unreadable, regressed = time.time(), "", hc.regressed_metrics(found)
     try:
-        before = health_streak.previous(state, now, rules.regression_gap_s)
-    except health_streak.StreakError as exc:
-        before, unreadable = health_streak.Streaks({}), f"the count of consecutive checks could not be read: {exc}"
-    if run and before.run == run:  # --detached judging the run it judged last time: counted once
-        return hc.held_for_streak(found, before.counts, rules) + ("",)
-    counts = hc.streaks(before.counts, regressed)
-    try:
-        health_streak.save(state, health_streak.Streaks(counts, run), now)
+        with health_streak.locked(state):  # a Prolog and a HealthCheckProgram may share the folder
+            try:
+                before = health_streak.previous(state, now, rules.regression_gap_s)
+            except health_streak.StreakError as exc:
+                before = health_streak.Streaks({})
+                unreadable = f"the count of consecutive checks could not be read: {exc}"
+            if run and before.run == health_streak.run_name(run):  # --detached, the run it judged last time
+                return hc.held_for_streak(found, {key: before.counts.get(key, 1) for key in regressed}, rules) + ("",)
+            counts = hc.streaks(before.counts, regressed)
+            health_streak.save(state, health_streak.Streaks(counts, run), now)
     except health_streak.StreakError as exc:
         return found, [], f"the count of consecutive checks could not be kept: {exc}" if regressed else ""
     if unreadable:
         return found, [], unreadable if regressed else ""
     drains, waits = hc.held_for_streak(found, counts, rules)
     return drains, waits, ""
+
+
+def _forget_streaks(state: Path) -> None:
+    """Remove counts an earlier policy of more consecutive checks left (best effort: a folder this
+    check cannot write holds nothing it would count)."""
+    from perfprobe.fleet import health_streak
+
+    with contextlib.suppress(OSError):
+        (state / health_streak.STREAK_FILE).unlink()
 
 
 def _outputs(config: RunConfig) -> dict[str, str | None]:

@@ -65,7 +65,9 @@ class Policy:
     of draining a real fault one check interval later."""
     regression_gap_s: float = 3600.0
     """The longest time between two checks that still counts as consecutive: a streak from before the
-    node was down or the checks stopped does not carry on."""
+    node was down or the checks stopped does not carry on. Set it well above the check interval
+    (Slurm's HealthCheckInterval, 300 s in README's example): checks an interval apart whose gap
+    jitters past it would never count two in a row."""
 
 
 DEFAULT_POLICY = Policy()
@@ -149,7 +151,7 @@ def held_for_streak(found: list[str], counts: Mapping[str, int], policy: Policy)
     drains, waits = [], []
     for item in found:
         key = item.split()[0]
-        seen = counts.get(key, policy.regression_checks)
+        seen = counts.get(key, 1)  # a regression not counted yet is this check's: 1
         if ":" in key and seen < policy.regression_checks:
             waits.append(f"{item} [{seen} of {policy.regression_checks} consecutive checks]")
         else:
