@@ -76,6 +76,7 @@ def test_an_unwritable_folder_is_an_error_and_leaves_nothing(tmp_path):
     (tmp_path / "file").write_text("")
     with pytest.raises(health_streak.StreakError, match="cannot write"):
         health_streak.save(tmp_path / "file" / "state", health_streak.Streaks({"cache:a": 1}), 1.0)
+    assert [p.name for p in tmp_path.iterdir()] == ["file"]
 
 
 @pytest.mark.parametrize("policy, needle", [({"regression_checks": 0}, "regression_checks"),

@@ -190,24 +190,22 @@ def _streaks(found: list[str], state: Path, rules: Any, run: str) -> tuple[list[
     from perfprobe.fleet import health_streak
     from perfprobe.fleet import healthcheck as hc
 
-    now, unreadable, regressed = time.time(), "", hc.regressed_metrics(found)
+    now, regressed, why = time.time(), hc.regressed_metrics(found), ""
     try:
         with health_streak.locked(state):  # a Prolog and a HealthCheckProgram may share the folder
             try:
                 before = health_streak.previous(state, now, rules.regression_gap_s)
             except health_streak.StreakError as exc:
-                before = health_streak.Streaks({})
-                unreadable = f"the count of consecutive checks could not be read: {exc}"
+                before, why = health_streak.Streaks({}), f"the count of consecutive checks could not be read: {exc}"
             if run and before.run == health_streak.run_name(run):  # --detached, the run it judged last time
-                return hc.held_for_streak(found, {key: before.counts.get(key, 1) for key in regressed}, rules) + ("",)
+                return (*hc.held_for_streak(found, before.counts, rules), "")
             counts = hc.streaks(before.counts, regressed)
             health_streak.save(state, health_streak.Streaks(counts, run), now)
     except health_streak.StreakError as exc:
-        return found, [], f"the count of consecutive checks could not be kept: {exc}" if regressed else ""
-    if unreadable:
-        return found, [], unreadable if regressed else ""
-    drains, waits = hc.held_for_streak(found, counts, rules)
-    return drains, waits, ""
+        why = f"the count of consecutive checks could not be kept: {exc}"
+    if why:  # every regression drains now (the count starts again from this check where it was saved)
+        return found, [], why if regressed else ""
+    return (*hc.held_for_streak(found, counts, rules), "")
 
 
 def _forget_streaks(state: Path) -> None:

@@ -5,12 +5,11 @@ Only a check whose timings were judged to the end moves the count (health_comman
 one cut off on a busy host, whose confirmation failed or was disturbed, whose run marked itself
 disturbed, or that timed nothing because a fact differed neither extends a streak nor breaks one.
 Counts are read and written under a lock (flock on streaks.lock): a Prolog and a HealthCheckProgram
-may share the folder. A record older than the
-policy's gap (or from the future: a clock set back) starts the count again. A run is counted once:
-`--detached` judges the last background run at every check until the next one finishes, so the
-file names the run it counted (its report's host.time_utc). The file is read as every
-input is (perfprobe/system/untrusted.py, schema health-streak) and written whole (a temporary file,
-renamed). Where it cannot be read or written the check cannot count, and a confirmed regression
+may share the folder. A record older than the policy's gap (or from the future: a clock set back)
+starts the count again. A run is counted once: `--detached` judges the last background run at
+every check until the next one finishes, so the file names the run it counted (its report's
+host.time_utc). The file is read as every input is (perfprobe/system/untrusted.py, schema
+health-streak) and written whole (a temporary file, flushed to disk, renamed). Where it cannot be read or written the check cannot count, and a confirmed regression
 drains at once, saying why: a count the check cannot keep never keeps a slow node in service.
 """
 

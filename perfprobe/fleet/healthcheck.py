@@ -93,8 +93,7 @@ def load_policy(path: Path | None) -> Policy:
             if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
                 raise UsageError(f"--policy {path}: {key} must be a list of strings")
             value = tuple(value)
-        elif (isinstance(value, bool) != isinstance(default, bool) or not isinstance(value, type(default))
-              and not (isinstance(default, float) and isinstance(value, int))):
+        elif not isinstance(value, type(default)) and not (isinstance(default, float) and isinstance(value, int)):
             raise UsageError(f"--policy {path}: {key} must be {KIND_WORDS[type(default)]}")
         values[key] = value
     return replace(DEFAULT_POLICY, **values)
@@ -148,15 +147,11 @@ def streaks(previous: Mapping[str, int], regressed: Iterable[str]) -> dict[str, 
 def held_for_streak(found: list[str], counts: Mapping[str, int], policy: Policy) -> tuple[list[str], list[str]]:
     """(what drains, what waits): a metric regression waits while fewer than policy.regression_checks
     consecutive checks showed it, named with its count; facts, errors and skips never wait."""
-    drains, waits = [], []
-    for item in found:
-        key = item.split()[0]
-        seen = counts.get(key, 1)  # a regression not counted yet is this check's: 1
-        if ":" in key and seen < policy.regression_checks:
-            waits.append(f"{item} [{seen} of {policy.regression_checks} consecutive checks]")
-        else:
-            drains.append(item)
-    return drains, waits
+    needed = policy.regression_checks
+    seen = {item: counts.get(key, 1) for key, item in regressed_metrics(found).items()}  # not counted yet: 1
+    waits = [item for item in found if seen.get(item, needed) < needed]
+    return ([item for item in found if item not in waits],
+            [f"{item} [{seen[item]} of {needed} consecutive checks]" for item in waits])
 
 
 def one_thread_cpus(report: Mapping[str, Any]) -> tuple[int, ...]:

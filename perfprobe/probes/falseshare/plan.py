@@ -24,6 +24,9 @@ PAGE_BYTES = 4096
 
 
 WARMUP_ROUNDS = 1  # untimed round-robin passes over every case before the timed repeats
+WITNESSED = "witnessed"
+"""The stability re-measurement's key (PROBE.remeasures): the atomic figures the load witness stands
+over, re-timed witness first. No warn confirms with it, so confirmation always re-times them all."""
 
 
 @dataclass(frozen=True)
@@ -112,7 +115,3 @@ def plan_cases(order: Sequence[int], counts: Sequence[int], widths: Sequence[int
     cases += [Case(k, many, TRUE_SHARING) for k in KINDS]
     cases += [Case(k, tuple(order[:1]), widths[-1]) for k in KINDS]
     return cases
-
-WITNESSED = "witnessed"
-"""The stability re-measurement's key (PROBE.remeasures): the atomic figures the load witness stands
-over, re-timed witness first. No warn confirms with it, so confirmation always re-times them all."""
